@@ -1,0 +1,146 @@
+"""The benchmark configuration: which datasets, memory systems, readers and judges a run covers.
+
+Why YAML + pydantic: a run is declared, not coded; switching from the bundled samples to the real
+datasets is ``MEMBENCH_CONFIG=configs/shared.yaml`` (or the ``benchmark`` resource's
+``config_path`` in a Dagster run config), never a code edit. Unknown keys are errors so that a
+typo in a config cannot silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG = PROJECT_ROOT / "configs" / "sample.yaml"
+CONFIG_ENV = "MEMBENCH_CONFIG"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetConfig(_Strict):
+    """One dataset of the run: ``name`` prefixes its partition keys; ``loader`` is registered."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
+    loader: str
+    path: str
+    limit: int | None = None  # first N questions (for slices)
+
+    def resolved_path(self, base: Path) -> Path:
+        p = Path(os.path.expandvars(self.path))
+        return p if p.is_absolute() else (base / p).resolve()
+
+
+class ComponentConfig(_Strict):
+    """A named instance of a registered component (memory system, reader or judge)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    def config_hash(self) -> str:
+        """Hash of kind + params: a changed parameter invalidates stored results of this unit."""
+        blob = json.dumps({"kind": self.kind, "params": self.params}, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class EmbeddingConfig(_Strict):
+    model: str = "all-MiniLM-L6-v2"
+    batch_size: int = 64
+    max_seq_length: int | None = None
+    device: str = "cpu"
+
+
+class LLMConfig(_Strict):
+    """An OpenAI-compatible endpoint; the key is read from ``api_key_env`` at run time only."""
+
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    max_tokens: int = 512
+    timeout_s: float = 60.0
+    max_retries: int = 5
+    max_concurrency: int = 4
+
+
+class BenchmarkConfig(_Strict):
+    results_dir: str = "results/sample"
+    datasets: tuple[DatasetConfig, ...]
+    embeddings: EmbeddingConfig = EmbeddingConfig()
+    memory_systems: tuple[ComponentConfig, ...] = ()
+    readers: tuple[ComponentConfig, ...] = ()
+    judges: tuple[ComponentConfig, ...] = ()
+    llm: LLMConfig | None = None
+    prices_path: str = "configs/prices.yaml"
+    source: str = ""  # the file this config was read from (set by load_config)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> BenchmarkConfig:
+        for label, items in (
+            ("dataset", self.datasets),
+            ("memory system", self.memory_systems),
+            ("reader", self.readers),
+            ("judge", self.judges),
+        ):
+            names = [i.name for i in items]
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise ValueError(f"duplicate {label} name(s) in config: {dupes}")
+        return self
+
+    @property
+    def base_dir(self) -> Path:
+        """Relative paths in a config resolve against the project root."""
+        return PROJECT_ROOT
+
+    def resolved_results_dir(self) -> Path:
+        p = Path(os.path.expandvars(self.results_dir))
+        return p if p.is_absolute() else (PROJECT_ROOT / p).resolve()
+
+    def dataset(self, name: str) -> DatasetConfig:
+        for d in self.datasets:
+            if d.name == name:
+                return d
+        raise KeyError(f"dataset {name!r} is not in config {self.source}")
+
+
+class ConfigError(ValueError):
+    """The config file is missing or invalid (message names the file)."""
+
+
+def config_path_from_env() -> Path:
+    raw = os.environ.get(CONFIG_ENV)
+    if not raw:
+        return DEFAULT_CONFIG
+    p = Path(raw)
+    return p if p.is_absolute() else (Path.cwd() / p).resolve()
+
+
+@lru_cache(maxsize=8)
+def load_config(path: str | Path | None = None) -> BenchmarkConfig:
+    """Read and validate a config file (default: ``$MEMBENCH_CONFIG`` or configs/sample.yaml)."""
+    cfg_path = Path(path) if path else config_path_from_env()
+    if not cfg_path.is_absolute():
+        cfg_path = (PROJECT_ROOT / cfg_path).resolve() if not cfg_path.exists() else cfg_path.resolve()
+    try:
+        raw = yaml.safe_load(cfg_path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {cfg_path}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{cfg_path}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{cfg_path}: top level must be a mapping")
+    try:
+        return BenchmarkConfig(**raw, source=str(cfg_path))
+    except Exception as exc:  # pydantic ValidationError: re-raise naming the file
+        raise ConfigError(f"{cfg_path}: {exc}") from None

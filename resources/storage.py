@@ -1,0 +1,235 @@
+"""Result storage: one Parquet file per (asset, partition) plus a DuckDB catalog of views.
+
+Why not the dagster-duckdb IO manager: it writes through the DuckDB file lock, so a user holding
+``results.duckdb`` open in the DuckDB CLI blocks a run (~100 s then failure, measured). Here the
+pipeline only ever writes Parquet (temp name + ``os.replace``, atomic) and rebuilds the catalog
+file under a temp name before renaming it over the old one; an open CLI keeps reading its old
+inode and never blocks a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+CATALOG_NAME = "results.duckdb"
+
+# table name -> glob relative to <results_dir>/parquet
+TABLE_GLOBS: dict[str, str] = {
+    "questions": "canonical/*/questions.parquet",
+    "sessions": "canonical/*/sessions.parquet",
+    "turns": "canonical/*/turns*.parquet",
+    "haystacks": "canonical/*/haystacks.parquet",
+    "evidence": "canonical/*/evidence.parquet",
+    "data_quality": "canonical/*/data_quality.parquet",
+    "load_failures": "canonical/*/load_failures.parquet",
+    "embeddings": "embeddings/*/*.parquet",
+    "ingestion": "ingestion/*.parquet",
+    "retrievals": "retrievals/*.parquet",
+    "retrieval_metrics": "retrieval_metrics/*.parquet",
+    "answers": "answers/*.parquet",
+    "judgments": "judgments/*.parquet",
+    "llm_calls": "llm_calls/*.parquet",
+}
+
+# per-question stages (partitioned assets): their files share the status columns
+STAGE_TABLES = ("ingestion", "retrievals", "answers", "judgments")
+
+
+def write_parquet_atomic(path: Path, table: pa.Table) -> None:
+    """Write ``table`` to ``path`` via a temp file in the same folder and an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def _view_sql(name: str, pattern: str) -> str:
+    return (
+        f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM '
+        f"read_parquet('{pattern}', union_by_name = true)"
+    )
+
+
+PROGRESS_SQL = """
+CREATE OR REPLACE VIEW progress AS
+WITH stage_rows AS ({stage_union}),
+per_stage AS (
+  SELECT partition_key, stage,
+         count(*) FILTER (WHERE status = 'ok') AS units_ok,
+         count(*) FILTER (WHERE status = 'failed') AS units_failed,
+         sum(duration_s) AS duration_s,
+         max(finished_at) AS finished_at,
+         string_agg(error, ' | ') FILTER (WHERE status = 'failed') AS errors
+  FROM stage_rows GROUP BY ALL
+),
+stages AS (SELECT unnest({stages}) AS stage),
+keys AS (
+  SELECT dataset, partition_key, question_id FROM questions
+  {failures_union}
+)
+SELECT k.dataset, k.partition_key, k.question_id, s.stage,
+       CASE WHEN p.units_failed > 0 THEN 'failed'
+            WHEN p.units_ok > 0 THEN 'done'
+            ELSE 'missing' END AS status,
+       coalesce(p.units_ok, 0) AS units_ok, coalesce(p.units_failed, 0) AS units_failed,
+       p.duration_s, p.finished_at, p.errors
+FROM keys k CROSS JOIN stages s
+LEFT JOIN per_stage p ON p.partition_key = k.partition_key AND p.stage = s.stage
+"""
+
+PROGRESS_SUMMARY_SQL = """
+CREATE OR REPLACE VIEW progress_summary AS
+SELECT dataset, stage,
+       count(*) FILTER (WHERE status = 'done') AS done,
+       count(*) FILTER (WHERE status = 'failed') AS failed,
+       count(*) FILTER (WHERE status = 'missing') AS missing,
+       round(sum(duration_s), 2) AS total_duration_s,
+       round(median(duration_s), 3) AS p50_duration_s
+FROM progress GROUP BY ALL ORDER BY dataset, stage
+"""
+
+
+class ResultStore(dg.ConfigurableResource):
+    """Parquet files under ``results_dir`` and the DuckDB catalog ``results_dir/results.duckdb``."""
+
+    results_dir: str = "results/sample"
+
+    @property
+    def root(self) -> Path:
+        return Path(self.results_dir).resolve()
+
+    @property
+    def parquet_root(self) -> Path:
+        return self.root / "parquet"
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.root / CATALOG_NAME
+
+    # ---- paths -------------------------------------------------------------------------
+    def canonical_path(self, dataset: str, table: str) -> Path:
+        return self.parquet_root / "canonical" / dataset / f"{table}.parquet"
+
+    def partition_path(self, stage: str, key: str) -> Path:
+        return self.parquet_root / stage / f"{key}.parquet"
+
+    # ---- write / read ------------------------------------------------------------------
+    def write(self, path: Path, table: pa.Table) -> None:
+        write_parquet_atomic(path, table)
+
+    def write_partition(self, stage: str, key: str, table: pa.Table) -> None:
+        write_parquet_atomic(self.partition_path(stage, key), table)
+
+    def read_partition(self, stage: str, key: str) -> pa.Table | None:
+        path = self.partition_path(stage, key)
+        return pq.read_table(path) if path.exists() else None
+
+    def read_canonical(self, dataset: str, table: str) -> pa.Table | None:
+        path = self.canonical_path(dataset, table)
+        return pq.read_table(path) if path.exists() else None
+
+    # ---- SQL ---------------------------------------------------------------------------
+    def _existing_globs(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for name, pattern in TABLE_GLOBS.items():
+            if any(self.parquet_root.glob(pattern)):
+                found[name] = str(self.parquet_root / pattern)
+        return found
+
+    def _create_views(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        globs = self._existing_globs()
+        for name, pattern in globs.items():
+            con.execute(_view_sql(name, pattern))
+        if "questions" in globs:
+            con.execute(self._progress_sql(globs))
+            con.execute(PROGRESS_SUMMARY_SQL)
+        return sorted(globs)
+
+    def _progress_sql(self, globs: dict[str, str]) -> str:
+        has_failures = "load_failures" in globs
+        parts = [
+            "SELECT partition_key, 'canonical' AS stage, 'ok' AS status, NULL::VARCHAR AS error,"
+            " NULL::DOUBLE AS duration_s, NULL::TIMESTAMP AS finished_at FROM questions"
+        ]
+        if has_failures:
+            parts.append(
+                "SELECT partition_key, 'canonical', 'failed', message, NULL, NULL"
+                " FROM load_failures WHERE partition_key IS NOT NULL"
+            )
+        parts += [
+            f"SELECT partition_key, '{s}', status, error, duration_s, finished_at FROM \"{s}\""
+            for s in STAGE_TABLES
+            if s in globs
+        ]
+        failures = (
+            "UNION ALL SELECT dataset, partition_key, record_id FROM load_failures"
+            " WHERE partition_key IS NOT NULL"
+            if has_failures
+            else ""
+        )
+        stages = "['canonical', " + ", ".join(f"'{s}'" for s in STAGE_TABLES) + "]"
+        return PROGRESS_SQL.format(
+            stage_union=" UNION ALL ".join(parts), failures_union=failures, stages=stages
+        )
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """An in-memory DuckDB connection with every table as a view (never locks the catalog)."""
+        con = duckdb.connect(":memory:")
+        try:
+            self._create_views(con)
+            yield con
+        finally:
+            con.close()
+
+    def query(self, sql: str, params: list[object] | None = None) -> pa.Table:
+        with self.connect() as con:
+            return con.execute(sql, params or []).fetch_arrow_table()
+
+    def refresh_catalog(self) -> list[str]:
+        """Rebuild ``results.duckdb`` (temp file + rename). Returns the view names created."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=".catalog-", suffix=".duckdb", dir=self.root)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        tmp.unlink()
+        try:
+            con = duckdb.connect(str(tmp))
+            try:
+                views = self._create_views(con)
+                if "progress" in _view_names(con):
+                    views += ["progress", "progress_summary"]
+                views += self._extra_views(con)
+            finally:
+                con.close()
+            os.replace(tmp, self.catalog_path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                Path(str(tmp) + ".wal").unlink()
+        return views
+
+    def _extra_views(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        """Report views registered by later stages (pipeline.catalog_views)."""
+        from pipeline.catalog_views import create_report_views
+
+        return create_report_views(con)
+
+
+def _view_names(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
