@@ -34,6 +34,7 @@ class DatasetConfig(_Strict):
     loader: str
     path: str
     limit: int | None = None  # first N questions (for slices)
+    index_roles: tuple[str, ...] | None = None  # roles whose turns memories index; None = all
 
     def resolved_path(self, base: Path) -> Path:
         p = Path(os.path.expandvars(self.path))
