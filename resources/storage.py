@@ -139,8 +139,12 @@ class ResultStore(dg.ConfigurableResource):
         return pq.read_table(path) if path.exists() else None
 
     def read_canonical(self, dataset: str, table: str) -> pa.Table | None:
-        path = self.canonical_path(dataset, table)
-        return pq.read_table(path) if path.exists() else None
+        """A canonical table of one dataset (``<table>.parquet`` or its ``<table>-NNNNN`` parts)."""
+        folder = self.parquet_root / "canonical" / dataset
+        parts = sorted(folder.glob(f"{table}.parquet")) + sorted(folder.glob(f"{table}-*.parquet"))
+        if not parts:
+            return None
+        return pa.concat_tables([pq.read_table(p) for p in parts], promote_options="default")
 
     # ---- SQL ---------------------------------------------------------------------------
     def _existing_globs(self) -> dict[str, str]:
@@ -198,7 +202,7 @@ class ResultStore(dg.ConfigurableResource):
 
     def query(self, sql: str, params: list[object] | None = None) -> pa.Table:
         with self.connect() as con:
-            return con.execute(sql, params or []).fetch_arrow_table()
+            return con.sql(sql, params=params).to_arrow_table()
 
     def refresh_catalog(self) -> list[str]:
         """Rebuild ``results.duckdb`` (temp file + rename). Returns the view names created."""

@@ -1,0 +1,139 @@
+"""Raw dataset files -> canonical tables (questions, sessions, turns, haystacks, evidence, data_quality).
+
+Why one multi-asset for all canonical tables: they are produced by one streaming pass over each
+raw file and must change together; each still is its own asset key (lineage, checks, UI). The
+asset also registers every question as a dynamic partition, so no manual step precedes a run.
+"""
+
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+from dagster import AssetExecutionContext
+import pandas as pd
+import pandera.errors
+
+from pipeline.datasets.convert import ConvertStats, convert_dataset
+from pipeline.partitions import QUESTION_PARTITIONS_NAME
+from pipeline.schemas import CANONICAL_PANDERA
+from resources.benchmark import BenchmarkResource
+from resources.storage import ResultStore
+
+CANONICAL_TABLES = ("questions", "sessions", "turns", "haystacks", "evidence", "data_quality")
+_DESCRIPTIONS = {
+    "questions": "One row per question: ids, partition key, raw + named type, answer, choices, dates.",
+    "sessions": "Sessions stored once per dataset, keyed by content hash; dates parsed + raw.",
+    "turns": "Turns of each session: speaker, role, text, has_answer, source id (e.g. D3:7).",
+    "haystacks": "Question haystack -> ordered session keys (a LoCoMo conversation is stored once).",
+    "evidence": "Gold units per question: turn ids and session keys.",
+    "data_quality": "Every known dataset quirk met: kind, record, raw value, action taken, count.",
+}
+CHECK_NAME = "pandera_schema"
+
+
+def require_persistent_instance(context: AssetExecutionContext) -> None:
+    """Refuse an ephemeral instance: it silently forgets partition status between runs."""
+    if context.instance.is_ephemeral:
+        raise dg.Failure(
+            "DAGSTER_HOME is not set, so Dagster is using a temporary instance that forgets "
+            "partition status. Run `source .venv/bin/activate` (scripts/setup.sh sets "
+            "DAGSTER_HOME=<project>/.dagster_home) and start again."
+        )
+
+
+def register_partitions(context: AssetExecutionContext, keys: list[str]) -> int:
+    """Add the question keys Dagster does not know yet; returns how many were added."""
+    known = set(context.instance.get_dynamic_partitions(QUESTION_PARTITIONS_NAME))
+    new = [k for k in keys if k not in known]
+    for start in range(0, len(new), 5000):
+        context.instance.add_dynamic_partitions(QUESTION_PARTITIONS_NAME, new[start : start + 5000])
+    return len(new)
+
+
+def question_keys(store: ResultStore, dataset: str) -> list[str]:
+    keys: list[str] = []
+    for table in ("questions", "load_failures"):
+        t = store.read_canonical(dataset, table)
+        if t is not None:
+            keys += [k for k in t.column("partition_key").to_pylist() if k]
+    return keys
+
+
+def validate(store: ResultStore, datasets: list[str], table: str) -> dg.AssetCheckResult:
+    """Run the table's pandera schema over every configured dataset's file."""
+    schema = CANONICAL_PANDERA[table]
+    rows = 0
+    for ds in datasets:
+        t = store.read_canonical(ds, table)
+        if t is None:
+            continue
+        df: pd.DataFrame = t.to_pandas()
+        rows += len(df)
+        try:
+            schema.validate(df, lazy=True)
+        except pandera.errors.SchemaErrors as exc:
+            cases = exc.failure_cases.head(20).to_markdown(index=False)
+            return dg.AssetCheckResult(
+                asset_key=table,
+                check_name=CHECK_NAME,
+                passed=False,
+                metadata={"dataset": ds, "failure_cases": dg.MetadataValue.md(cases)},
+            )
+    return dg.AssetCheckResult(asset_key=table, check_name=CHECK_NAME, passed=True, metadata={"rows": rows})
+
+
+def _table_metadata(stats: list[ConvertStats], table: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {f"rows_{s.dataset}": int(s.rows.get(table, 0)) for s in stats}
+    meta["rows"] = sum(int(s.rows.get(table, 0)) for s in stats)
+    return meta
+
+
+def _quality_markdown(stats: list[ConvertStats]) -> str:
+    lines = ["| dataset | kind | count |", "|---|---|---|"]
+    for s in stats:
+        for kind, n in sorted(Counter(s.quality).items()):
+            lines.append(f"| {s.dataset} | {kind} | {n} |")
+    return "\n".join(lines)
+
+
+@dg.multi_asset(
+    specs=[dg.AssetSpec(t, description=_DESCRIPTIONS[t], group_name="canonical") for t in CANONICAL_TABLES],
+    check_specs=[
+        dg.AssetCheckSpec(CHECK_NAME, asset=t, blocking=True, description="pandera schema of the table")
+        for t in CANONICAL_TABLES
+    ],
+    can_subset=False,
+)
+def canonical(context: AssetExecutionContext, benchmark: BenchmarkResource) -> Iterator[Any]:
+    """Convert every configured dataset (skipping unchanged ones) and register its partitions."""
+    require_persistent_instance(context)
+    cfg = benchmark.load()
+    store = benchmark.store()
+    stats: list[ConvertStats] = []
+    errors: list[str] = []
+    for ds in cfg.datasets:
+        try:
+            stats.append(convert_dataset(ds, store, context.log.info))
+        except Exception as exc:  # noqa: BLE001 - other datasets still convert; raised below
+            errors.append(f"{ds.name}: {exc}")
+            context.log.error(f"dataset {ds.name} failed to load: {exc}")
+    names = [s.dataset for s in stats]
+    keys = [k for ds in names for k in question_keys(store, ds)]
+    added = register_partitions(context, keys)
+    context.log.info(f"{len(keys)} question partitions ({added} new) for datasets {names}")
+    store.refresh_catalog()
+    if errors:
+        raise dg.Failure("dataset load failed (earlier results are untouched):\n" + "\n".join(errors))
+    for table in CANONICAL_TABLES:
+        meta = _table_metadata(stats, table)
+        if table == "questions":
+            meta |= {"partitions": len(keys), "new_partitions": added,
+                     "load_failures": sum(s.n_failures for s in stats),
+                     "skipped_unchanged": ", ".join(s.dataset for s in stats if s.skipped) or "none"}
+        if table == "data_quality":
+            meta["quirks"] = dg.MetadataValue.md(_quality_markdown(stats))
+        yield dg.MaterializeResult(asset_key=table, metadata=meta)
+    for table in CANONICAL_TABLES:
+        yield validate(store, names, table)

@@ -1,0 +1,92 @@
+"""Persistent, content-addressed cache of successful LLM replies.
+
+Why: a benchmark run is hundreds of paid, slow, non-reproducible calls. Keying every reply by
+sha256 of exactly what determines it (model, messages, sampling parameters) makes a re-run of a
+finished benchmark free (zero requests) and lets an interrupted run resume where it stopped.
+Deliberately NOT in the key: the API key and the base URL (secrets; and a changed endpoint
+serving the same model name must not invalidate paid results). Only successful replies are
+stored, so a failure is retried by the next run instead of being replayed forever.
+
+Layout: ``<cache_dir>/<key[:2]>/<key>.json``. Writes go to a unique temp file in the same folder
+and are renamed over the target (``os.replace`` is atomic), so readers never see half a file and
+concurrent writers of the same key simply both write the same content.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+# Bump when the key recipe or the stored payload changes meaning: old entries then miss.
+CACHE_SCHEMA_VERSION = 1
+
+log = logging.getLogger(__name__)
+
+
+def canonical_json(obj: object) -> str:
+    """The one serialisation hashed for keys: sorted keys, no whitespace, UTF-8 kept."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def cache_key(model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> str:
+    """sha256 hex of (schema version, model, messages, params); ``params`` holds every request knob."""
+    blob = canonical_json(
+        {"v": CACHE_SCHEMA_VERSION, "model": model, "messages": list(messages), "params": dict(params)}
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """JSON files under ``root``, one per key; safe to share between threads and processes."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self._locks_guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored payload, or ``None`` on a miss (an unreadable entry is a logged miss)."""
+        path = self.path(key)
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            log.warning("LLM cache entry %s is unreadable (%s); treating it as a miss", path, exc)
+            return None
+        if not isinstance(payload, dict) or payload.get("key") != key:
+            log.warning("LLM cache entry %s does not hold key %s; treating it as a miss", path, key)
+            return None
+        return payload
+
+    def put(self, key: str, payload: Mapping[str, Any]) -> Path:
+        """Store ``payload`` (plus its key) atomically: temp file + ``os.replace``."""
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            tmp.write_text(canonical_json({**payload, "key": key}), encoding="utf-8")
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        return path
+
+    @contextlib.contextmanager
+    def locked(self, key: str) -> Iterator[None]:
+        """Serialise work on one key in this process, so identical concurrent requests cost one call."""
+        with self._locks_guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            yield

@@ -1,0 +1,61 @@
+"""Exact cosine search over unit embeddings (faiss ``IndexFlatIP`` on L2-normalized vectors).
+
+Why flat (exact) search: a haystack holds at most a few thousand units, where exact search takes
+milliseconds and approximate indexes would only add recall noise to a retrieval benchmark. The
+index grows lazily: units added by ingestion are embedded on the first query, so ingesting a
+haystack never pays for embeddings a run does not use, and a restored memory embeds once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import faiss
+import numpy as np
+
+from pipeline.memory.base import Encoder, MemoryUnit
+
+
+class VectorIndex:
+    """Units and their vectors; ``search`` returns (unit, cosine) best first."""
+
+    def __init__(self, encoder: Encoder) -> None:
+        self.encoder = encoder
+        self.units: list[MemoryUnit] = []
+        self._pending: list[MemoryUnit] = []
+        self._index: faiss.IndexFlatIP | None = None
+        self.order: dict[str, int] = {}  # unit_id -> ingestion order (time-order tie-break)
+
+    def __len__(self) -> int:
+        return len(self.units) + len(self._pending)
+
+    def add(self, units: Sequence[MemoryUnit]) -> None:
+        for u in units:
+            self.order.setdefault(u.unit_id, len(self.order))
+        self._pending.extend(units)
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        vecs = np.ascontiguousarray(self.encoder.encode(list(texts)), dtype=np.float32)
+        if vecs.ndim != 2 or vecs.shape[0] != len(texts):
+            raise ValueError(
+                f"encoder {self.encoder.model_name!r} returned shape {vecs.shape} for {len(texts)} texts"
+            )
+        faiss.normalize_L2(vecs)  # the protocol promises unit vectors; IP = cosine only if so
+        return vecs
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        vecs = self._embed([u.text for u in self._pending])
+        if self._index is None:
+            self._index = faiss.IndexFlatIP(vecs.shape[1])
+        self._index.add(vecs)
+        self.units.extend(self._pending)
+        self._pending = []
+
+    def search(self, query: str, k: int) -> list[tuple[MemoryUnit, float]]:
+        self._flush()
+        if self._index is None or k <= 0:
+            return []
+        scores, ids = self._index.search(self._embed([query]), min(k, len(self.units)))
+        return [(self.units[i], float(s)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Create .venv, install membench, and prepare the project-local Dagster home.
+#
+# Idempotent: a second run only re-checks the install. After it, `source .venv/bin/activate`
+# exports DAGSTER_HOME (project-local, so partition status persists) and tells the dagster CLI
+# where the definitions are, so `dagster job execute -j full_benchmark` works as typed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+# torch first, pinned: 2.13.0 is the CPU build on this disk; any other spec pulls a multi-GB CUDA build.
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[dev]"
+
+mkdir -p .dagster_home
+cp configs/dagster.yaml .dagster_home/dagster.yaml
+
+MARK="# >>> membench >>>"
+if ! grep -qF "$MARK" .venv/bin/activate; then
+  cat >> .venv/bin/activate <<ACTIVATE
+$MARK
+export DAGSTER_HOME="$ROOT/.dagster_home"
+export DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME="pipeline.definitions"
+export DAGSTER_CLI_JOB_BACKFILL_MODULE_NAME="pipeline.definitions"
+export DAGSTER_CLI_JOB_LAUNCH_MODULE_NAME="pipeline.definitions"
+export DAGSTER_CLI_ASSET_MATERIALIZE_MODULE_NAME="pipeline.definitions"
+export DAGSTER_CLI_ASSET_LIST_MODULE_NAME="pipeline.definitions"
+export HF_HUB_OFFLINE=1
+export TRANSFORMERS_OFFLINE=1
+# <<< membench <<<
+ACTIVATE
+fi
+echo "membench installed in $ROOT/.venv; DAGSTER_HOME=$ROOT/.dagster_home (set by: source .venv/bin/activate)"

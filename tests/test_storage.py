@@ -1,0 +1,69 @@
+"""Parquet writes are atomic and the DuckDB catalog never blocks on a user's open session."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from resources.storage import ResultStore, write_parquet_atomic
+
+
+def _questions(n: int) -> pa.Table:
+    return pa.table(
+        {
+            "dataset": ["d"] * n,
+            "partition_key": [f"d__q{i}" for i in range(n)],
+            "question_id": [f"q{i}" for i in range(n)],
+        }
+    )
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:
+    path = tmp_path / "x" / "t.parquet"
+    write_parquet_atomic(path, _questions(3))
+    write_parquet_atomic(path, _questions(5))
+    assert [p.name for p in path.parent.iterdir()] == ["t.parquet"]
+    assert duckdb.sql(f"SELECT count(*) FROM '{path}'").fetchall() == [(5,)]
+
+
+def test_catalog_refresh_while_user_holds_it_open(tmp_path: Path) -> None:
+    store = ResultStore(results_dir=str(tmp_path))
+    store.write(store.canonical_path("d", "questions"), _questions(2))
+    store.refresh_catalog()
+    # a user's DuckDB session in another process holds the catalog file (and its lock) open
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb,time; c=duckdb.connect(r'{store.catalog_path}'); "
+            "c.execute('select count(*) from questions').fetchall(); print('ready', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        store.write(store.canonical_path("d", "questions"), _questions(7))
+        start = time.monotonic()
+        views = store.refresh_catalog()
+        assert time.monotonic() - start < 10
+        assert "questions" in views and "progress" in views
+        con = duckdb.connect(str(store.catalog_path), read_only=True)
+        assert con.execute("SELECT count(*) FROM questions").fetchone() == (7,)
+        con.close()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_progress_view_marks_missing_stages(tmp_path: Path) -> None:
+    store = ResultStore(results_dir=str(tmp_path))
+    store.write(store.canonical_path("d", "questions"), _questions(2))
+    got = store.query("SELECT stage, status, count(*) AS n FROM progress GROUP BY ALL ORDER BY ALL").to_pylist()
+    assert {"stage": "canonical", "status": "done", "n": 2} in got
+    assert {"stage": "answers", "status": "missing", "n": 2} in got
