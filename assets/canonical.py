@@ -5,17 +5,17 @@ raw file and must change together; each still is its own asset key (lineage, che
 asset also registers every question as a dynamic partition, so no manual step precedes a run.
 """
 
-
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
-from dagster import AssetExecutionContext
 import pandas as pd
 import pandera.errors
+from dagster import AssetExecutionContext
 
 from pipeline.datasets.convert import ConvertStats, convert_dataset
+from pipeline.datasets.crosscheck import CrosscheckResult, apply_mc10_crosscheck
 from pipeline.partitions import QUESTION_PARTITIONS_NAME
 from pipeline.schemas import CANONICAL_PANDERA
 from resources.benchmark import BenchmarkResource
@@ -98,6 +98,20 @@ def _quality_markdown(stats: list[ConvertStats]) -> str:
     return "\n".join(lines)
 
 
+def _crosscheck_markdown(results: list[CrosscheckResult]) -> str:
+    """MC10 question_type label x LoCoMo category, over the questions matched in both."""
+    lines = ["| mc10 dataset | mc10 label | locomo category | locomo name | n |", "|---|---|---|---|---|"]
+    for r in results:
+        if r.contingency.num_rows == 0:
+            lines.append(f"| {r.mc10_dataset} | (no LoCoMo dataset configured: labels unverified) | | | |")
+        for row in r.contingency.to_pylist():
+            lines.append(
+                f"| {r.mc10_dataset} | {row['mc10_label']} | {row['locomo_category']} "
+                f"| {row['locomo_type_name']} | {row['n']} |"
+            )
+    return "\n".join(lines)
+
+
 @dg.multi_asset(
     specs=[dg.AssetSpec(t, description=_DESCRIPTIONS[t], group_name="canonical") for t in CANONICAL_TABLES],
     check_specs=[
@@ -116,10 +130,12 @@ def canonical(context: AssetExecutionContext, benchmark: BenchmarkResource) -> I
     for ds in cfg.datasets:
         try:
             stats.append(convert_dataset(ds, store, context.log.info))
-        except Exception as exc:  # noqa: BLE001 - other datasets still convert; raised below
+        except Exception as exc:
             errors.append(f"{ds.name}: {exc}")
             context.log.error(f"dataset {ds.name} failed to load: {exc}")
     names = [s.dataset for s in stats]
+    loaded = [ds for ds in cfg.datasets if ds.name in names]
+    crosschecks = apply_mc10_crosscheck(store, loaded, context.log.info)
     keys = [k for ds in names for k in question_keys(store, ds)]
     added = register_partitions(context, keys)
     context.log.info(f"{len(keys)} question partitions ({added} new) for datasets {names}")
@@ -129,11 +145,16 @@ def canonical(context: AssetExecutionContext, benchmark: BenchmarkResource) -> I
     for table in CANONICAL_TABLES:
         meta = _table_metadata(stats, table)
         if table == "questions":
-            meta |= {"partitions": len(keys), "new_partitions": added,
-                     "load_failures": sum(s.n_failures for s in stats),
-                     "skipped_unchanged": ", ".join(s.dataset for s in stats if s.skipped) or "none"}
+            meta |= {
+                "partitions": len(keys),
+                "new_partitions": added,
+                "load_failures": sum(s.n_failures for s in stats),
+                "skipped_unchanged": ", ".join(s.dataset for s in stats if s.skipped) or "none",
+            }
         if table == "data_quality":
             meta["quirks"] = dg.MetadataValue.md(_quality_markdown(stats))
+        if table == "questions" and crosschecks:
+            meta["mc10_vs_locomo"] = dg.MetadataValue.md(_crosscheck_markdown(crosschecks))
         yield dg.MaterializeResult(asset_key=table, metadata=meta)
     for table in CANONICAL_TABLES:
         yield validate(store, names, table)

@@ -13,7 +13,7 @@ import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -47,6 +47,10 @@ class ComponentConfig(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
+    datasets: tuple[str, ...] | None = None  # only these datasets (None = every dataset of the run)
+
+    def applies_to(self, dataset: str) -> bool:
+        return self.datasets is None or dataset in self.datasets
 
     def config_hash(self) -> str:
         """Hash of kind + params: a changed parameter invalidates stored results of this unit."""
@@ -55,10 +59,14 @@ class ComponentConfig(_Strict):
 
 
 class EmbeddingConfig(_Strict):
+    """Embedding model settings (see resources/embeddings.py for what each backend trades)."""
+
     model: str = "all-MiniLM-L6-v2"
     batch_size: int = 64
-    max_seq_length: int | None = None
+    max_seq_length: int | None = None  # None = the model's own limit; longer texts are truncated
     device: str = "cpu"
+    backend: Literal["auto", "fp32", "bf16", "int8"] = "auto"  # auto = bf16 on native-bf16 hardware
+    num_threads: int | None = None  # torch intra-op threads; None = CPUs available to the process
 
 
 class LLMConfig(_Strict):

@@ -9,23 +9,17 @@ from __future__ import annotations
 
 import dagster as dg
 
-import assets.answers
 import assets.canonical
 import assets.embeddings
-import assets.ingestion
-import assets.judgments
+import assets.per_question
 import assets.reports
-import assets.retrieval
 from pipeline.config import load_config
 from pipeline.resources_factory import build_resources
 
 _MODULES = [
     assets.canonical,
     assets.embeddings,
-    assets.ingestion,
-    assets.retrieval,
-    assets.answers,
-    assets.judgments,
+    assets.per_question,
     assets.reports,
 ]
 
@@ -42,7 +36,6 @@ full_benchmark = dg.define_asset_job(
     ),
     executor_def=dg.in_process_executor,
 )
-
 
 
 def build_defs(config_path: str | None = None) -> dg.Definitions:

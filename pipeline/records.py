@@ -249,4 +249,3 @@ CANONICAL_SCHEMAS: dict[str, pa.Schema] = {
 def rows_to_table(rows: list[Any], schema: pa.Schema) -> pa.Table:
     """Frozen dataclass rows -> Arrow table with the pinned schema (empty list -> empty table)."""
     return pa.Table.from_pylist([to_dict(r) for r in rows], schema=schema)
-

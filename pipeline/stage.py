@@ -223,9 +223,7 @@ class QuestionStage:
             ]
         all_ok = _done_units(merged) >= {(u.unit, u.config_hash) for u in self.units_for(item.dataset)}
         if all_ok and not self.partitioned:
-            self.context.log_event(
-                dg.AssetMaterialization(asset_key=self.context.asset_key, partition=item.partition_key)
-            )
+            self.context.log_event(dg.AssetMaterialization(asset_key=self.stage, partition=item.partition_key))
 
     def run(self, compute: Compute) -> dg.MaterializeResult:
         start = time.monotonic()
@@ -282,7 +280,7 @@ def _guarded(compute: Compute, todo: list[WorkItem]) -> Iterator[tuple[str, list
         for key, results in compute(todo):
             seen.add(key)
             yield key, results
-    except Exception as exc:  # noqa: BLE001 - recorded per question, never swallowed
+    except Exception as exc:
         msg = f"{type(exc).__name__}: {exc}"
         for item in todo:
             if item.partition_key not in seen:
@@ -301,6 +299,6 @@ def timed(fn: Callable[[], dict[str, Any]], spec: UnitSpec) -> UnitResult:
     start = time.monotonic()
     try:
         payload = fn()
-    except Exception as exc:  # noqa: BLE001 - the failure is recorded, not swallowed
+    except Exception as exc:
         return UnitResult.failed(spec, f"{type(exc).__name__}: {exc}", time.monotonic() - start)
     return UnitResult(spec.unit, spec.config_hash, STATUS_OK, None, time.monotonic() - start, payload)

@@ -32,6 +32,7 @@ TABLE_GLOBS: dict[str, str] = {
     "evidence": "canonical/*/evidence.parquet",
     "data_quality": "canonical/*/data_quality.parquet",
     "load_failures": "canonical/*/load_failures.parquet",
+    "mc10_crosscheck": "canonical/*/mc10_crosscheck.parquet",
     "embeddings": "embeddings/*/*.parquet",
     "ingestion": "ingestion/*.parquet",
     "retrievals": "retrievals/*.parquet",
@@ -58,10 +59,7 @@ def write_parquet_atomic(path: Path, table: pa.Table) -> None:
 
 
 def _view_sql(name: str, pattern: str) -> str:
-    return (
-        f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM '
-        f"read_parquet('{pattern}', union_by_name = true)"
-    )
+    return f"CREATE OR REPLACE VIEW \"{name}\" AS SELECT * FROM read_parquet('{pattern}', union_by_name = true)"
 
 
 PROGRESS_SQL = """
@@ -180,15 +178,12 @@ class ResultStore(dg.ConfigurableResource):
             if s in globs
         ]
         failures = (
-            "UNION ALL SELECT dataset, partition_key, record_id FROM load_failures"
-            " WHERE partition_key IS NOT NULL"
+            "UNION ALL SELECT dataset, partition_key, record_id FROM load_failures WHERE partition_key IS NOT NULL"
             if has_failures
             else ""
         )
         stages = "['canonical', " + ", ".join(f"'{s}'" for s in STAGE_TABLES) + "]"
-        return PROGRESS_SQL.format(
-            stage_union=" UNION ALL ".join(parts), failures_union=failures, stages=stages
-        )
+        return PROGRESS_SQL.format(stage_union=" UNION ALL ".join(parts), failures_union=failures, stages=stages)
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -196,6 +191,7 @@ class ResultStore(dg.ConfigurableResource):
         con = duckdb.connect(":memory:")
         try:
             self._create_views(con)
+            self._extra_views(con)
             yield con
         finally:
             con.close()

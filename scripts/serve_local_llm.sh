@@ -26,7 +26,7 @@
 #
 # Environment overrides (defaults in brackets):
 #   LLM_VENV [/work/llm-venv]   LLM_MODEL_DIR [/work/llm-model]   LLM_HOST [127.0.0.1]
-#   LLM_PORT [8765]   LLM_N_CTX [4096]   LLM_THREADS [2]   LLM_NICE [19]
+#   LLM_PORT [8765]   LLM_N_CTX [4096]   LLM_THREADS [1]   LLM_NICE [19]
 #   LLM_MODEL_ALIAS [qwen2.5-coder-1.5b-instruct-q4_k_m]   LLM_BENCH_N [3]
 #   LLAMA_CPP_PYTHON_SPEC ['llama-cpp-python[server]']
 set -euo pipefail
@@ -37,7 +37,10 @@ MODEL_DIR="${LLM_MODEL_DIR:-/work/llm-model}"
 HOST="${LLM_HOST:-127.0.0.1}"
 PORT="${LLM_PORT:-8765}"
 N_CTX="${LLM_N_CTX:-4096}"
-THREADS="${LLM_THREADS:-2}"
+# 1 thread by default: on this 2-core box shared with other agents, 2 llama.cpp threads spin at their
+# barriers whenever one is descheduled (measured: ~40 s vs ~25 s per 450-token prompt at load ~5).
+# On an otherwise idle machine try LLM_THREADS=2 (not measured idle here).
+THREADS="${LLM_THREADS:-1}"
 NICE="${LLM_NICE:-19}"
 ALIAS="${LLM_MODEL_ALIAS:-qwen2.5-coder-1.5b-instruct-q4_k_m}"
 SPEC="${LLAMA_CPP_PYTHON_SPEC:-llama-cpp-python[server]}"
@@ -218,29 +221,41 @@ PY
 }
 
 bench_server() {
-  "$CLIENT_PY" - "$BASE_URL" "$(model_id)" "${LLM_BENCH_N:-3}" <<'PY'
-"""Time N distinct ~400-token MC prompts (distinct so llama.cpp's prefix cache cannot skip prompt work)."""
-import statistics, sys, time
+  "$CLIENT_PY" - "$BASE_URL" "$(model_id)" "${LLM_BENCH_N:-3}" "$(server_pid)" <<'PY'
+"""Time N distinct ~400-token MC prompts (distinct so llama.cpp's prefix cache cannot skip prompt work).
+
+Bird counts (>= 11) never collide with choice indices, so a count-for-index reply is visibly wrong."""
+import os, statistics, sys, time
 from openai import OpenAI
 
-base_url, model, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+base_url, model, n, pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+
+
+def server_cpu_s() -> float:
+    """User+system CPU seconds of the server: on a shared box wall time mostly measures the neighbours."""
+    if not pid:
+        return float("nan")
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 client = OpenAI(base_url=base_url, api_key="local")
 names = ["Alice", "Bob", "Carol", "Dan", "Eve", "Frank"]
 rows = []
 for k in range(n):
     lines = [f"{names[(i + k) % 6]}: On day {i + 3 * k} I went hiking near lake number {i * 7 + k} and "
-             f"saw {i + k} birds." for i in range(14)]
+             f"saw {11 * (i + 1) + k} birds." for i in range(14)]
     prompt = (f"Run {k}. Conversation memory:\n" + "\n".join(lines)
               + f"\n\nQuestion: How many birds did the speaker see near lake number {7 + k}?\nChoices:\n"
-              + "\n".join(f"{i}. {i + k} birds" for i in range(10))
+              + "\n".join(f"{i}. {11 * i + k} birds" for i in range(10))
               + "\n\nAnswer with the index (0-9) of the correct choice only.")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), server_cpu_s()
     r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": prompt}],
                                        temperature=0.0, max_tokens=4)
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, server_cpu_s() - c0
     rows.append((r.usage.prompt_tokens, r.usage.completion_tokens, dt))
     print(f"request {k}: prompt_tokens={r.usage.prompt_tokens} completion_tokens={r.usage.completion_tokens} "
-          f"latency_s={dt:.2f} reply={r.choices[0].message.content!r} (gold index 1)")
+          f"latency_s={dt:.2f} server_cpu_s={cpu:.2f} reply={r.choices[0].message.content!r} (gold index 2)")
 tps = [p / d for p, _, d in rows]
 print(f"mean latency_s={statistics.mean(d for *_, d in rows):.2f} "
       f"mean prompt tokens/s (end-to-end, incl. {rows[0][1]}-token decode)={statistics.mean(tps):.1f}")

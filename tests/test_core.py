@@ -38,7 +38,7 @@ def test_partition_keys_are_sanitized(dataset: str, qid: str, key: str) -> None:
 def test_key_registry_rejects_duplicates_and_collisions() -> None:
     reg = KeyRegistry("ds")
     reg.key_for("q.1")
-    with pytest.raises(PartitionKeyCollision, match="duplicate question_id 'q.1'"):
+    with pytest.raises(PartitionKeyCollision, match=r"duplicate question_id 'q\.1'"):
         reg.key_for("q.1")
     with pytest.raises(PartitionKeyCollision, match="both sanitize to partition key 'ds__q-1'"):
         reg.key_for("q/1")

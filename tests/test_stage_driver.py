@@ -1,13 +1,12 @@
 """The per-question stage driver: resume, failure rows, Dagster partition status."""
 
-
 from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
-from dagster import AssetExecutionContext
 import pyarrow as pa
 import pytest
+from dagster import AssetExecutionContext
 
 from pipeline.config import load_config
 from pipeline.partitions import QUESTION_PARTITIONS_NAME, question_partitions
@@ -39,7 +38,7 @@ def _compute(items: list[WorkItem]) -> Iterator[tuple[str, list[UnitResult]]]:
 
 
 @dg.asset(partitions_def=question_partitions, backfill_policy=dg.BackfillPolicy.single_run())
-def toy_stage(context: AssetExecutionContext, benchmark: BenchmarkResource) -> dg.MaterializeResult:
+def answers(context: AssetExecutionContext, benchmark: BenchmarkResource) -> dg.MaterializeResult:
     stage = QuestionStage(
         context, benchmark.store(), benchmark.load(), stage="answers", payload_schema=PAYLOAD, units_for=_units
     )
@@ -60,8 +59,15 @@ def setup(tmp_path: Path) -> tuple[BenchmarkResource, Path]:
     store.write(
         store.canonical_path("d", "load_failures"),
         pa.table(
-            {"dataset": ["d"], "file": ["x"], "record_index": [4], "record_id": ["q4"],
-             "partition_key": ["d__q4"], "field": ["question"], "message": ["x record 4 (q4): missing field 'question'"]}
+            {
+                "dataset": ["d"],
+                "file": ["x"],
+                "record_index": [4],
+                "record_id": ["q4"],
+                "partition_key": ["d__q4"],
+                "field": ["question"],
+                "message": ["x record 4 (q4): missing field 'question'"],
+            }
         ),
     )
     CALLS.clear()
@@ -76,7 +82,7 @@ def test_failures_recorded_resumed_and_status_exact(setup: tuple[BenchmarkResour
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(QUESTION_PARTITIONS_NAME, [f"d__q{i}" for i in range(5)])
         FAIL.add("d__q2")
-        result = dg.materialize([toy_stage], instance=instance, resources={"benchmark": res})
+        result = dg.materialize([answers], instance=instance, resources={"benchmark": res})
         assert result.success
         assert len(CALLS) == 8  # 4 loadable questions x 2 units; q4 never reaches compute
         rows = store.query("SELECT partition_key, unit, status, error FROM answers ORDER BY ALL").to_pylist()
@@ -84,12 +90,12 @@ def test_failures_recorded_resumed_and_status_exact(setup: tuple[BenchmarkResour
         failed = {(r["partition_key"], r["unit"]) for r in rows if r["status"] == "failed"}
         assert failed == {("d__q2", "sys_a"), ("d__q2", "sys_b"), ("d__q4", "sys_a"), ("d__q4", "sys_b")}
         assert any("missing field 'question'" in (r["error"] or "") for r in rows)
-        assert instance.get_materialized_partitions(dg.AssetKey("toy_stage")) == {"d__q0", "d__q1", "d__q3"}
+        assert instance.get_materialized_partitions(dg.AssetKey("answers")) == {"d__q0", "d__q1", "d__q3"}
 
         # second run: only the failed question is recomputed; no duplicate rows
         FAIL.clear()
         CALLS.clear()
-        assert dg.materialize([toy_stage], instance=instance, resources={"benchmark": res}).success
+        assert dg.materialize([answers], instance=instance, resources={"benchmark": res}).success
         assert CALLS == ["d__q2/sys_a", "d__q2/sys_b"]
         counts = store.query("SELECT partition_key, count(*) AS n FROM answers GROUP BY 1").to_pylist()
         assert all(c["n"] == 2 for c in counts)
@@ -103,11 +109,14 @@ def test_partitioned_run_of_a_failing_question_fails_the_run(setup: tuple[Benchm
         instance.add_dynamic_partitions(QUESTION_PARTITIONS_NAME, [f"d__q{i}" for i in range(5)])
         FAIL.add("d__q1")
         result = dg.materialize(
-            [toy_stage], instance=instance, resources={"benchmark": res}, partition_key="d__q1",
+            [answers],
+            instance=instance,
+            resources={"benchmark": res},
+            partition_key="d__q1",
             raise_on_error=False,
         )
         assert not result.success
         FAIL.clear()
-        ok = dg.materialize([toy_stage], instance=instance, resources={"benchmark": res}, partition_key="d__q1")
+        ok = dg.materialize([answers], instance=instance, resources={"benchmark": res}, partition_key="d__q1")
         assert ok.success
-        assert "d__q1" in instance.get_materialized_partitions(dg.AssetKey("toy_stage"))
+        assert "d__q1" in instance.get_materialized_partitions(dg.AssetKey("answers"))

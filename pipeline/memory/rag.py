@@ -15,13 +15,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from pipeline.corpus import HaystackSession
-from pipeline.memory.base import MEMORY_SYSTEMS, MemoryDeps, MemoryUnit, RetrievalResult, RetrievedUnit
-from pipeline.memory.context import ORDER_RANK, ORDER_TIME, fit_budget, render, retrieved, time_sorted
+from pipeline.memory.base import MEMORY_SYSTEMS, MemoryDeps, MemoryUnit, RetrievalResult
+from pipeline.memory.context import ORDER_TIME, ranked_result
 from pipeline.memory.params import MemoryConfigError, SystemParams, parse_params
 from pipeline.memory.units import KIND_SESSION, chunk_turns, session_unit, turn_units
 from pipeline.memory.vector import VectorIndex
 from pipeline.records import QuestionRow
-from pipeline.tokens import count_tokens
 
 KIND = "rag"
 GRANULARITY_TURN = "turn"
@@ -75,6 +74,7 @@ class RagMemory:
 
     def restore(self, units: list[MemoryUnit]) -> None:
         self.index.add(list(units))
+        self.index.build()  # embed now, so the first question's latency is retrieval only
 
     def _ranked(self, question: QuestionRow) -> list[tuple[MemoryUnit, float]]:
         if self.params.granularity == GRANULARITY_TURN:
@@ -83,29 +83,13 @@ class RagMemory:
         return _best_sessions(hits, self.params.top_k)
 
     def retrieve(self, question: QuestionRow) -> RetrievalResult:
-        ranked = self._ranked(question)
-        score = {u.unit_id: s for u, s in ranked}
-        fitted = fit_budget([u for u, _ in ranked], self.params.token_budget, self.params.order)
-        kept = list(fitted.units)
-        shown = time_sorted(kept, self.index.order) if self.params.order == ORDER_TIME else kept
-        context = render(shown, self.params.order)
-        units: tuple[RetrievedUnit, ...] = tuple(
-            retrieved(u, rank, score[u.unit_id]) for rank, (u, _) in enumerate(ranked, start=1)
-        )
-        return RetrievalResult(
-            units=units,
-            context=context,
-            context_tokens=count_tokens(context),
-            trimmed_units=fitted.trimmed_units,
-            notes={
-                "top_k": self.params.top_k,
-                "granularity": self.params.granularity,
-                "order": self.params.order,
-                "token_budget": self.params.token_budget,
-                "index_units": len(self.index),
-                "trimmed": "lowest-ranked units first",
-                "truncated_unit": fitted.truncated,
-            },
+        notes = {
+            "top_k": self.params.top_k,
+            "granularity": self.params.granularity,
+            "index_units": len(self.index),
+        }
+        return ranked_result(
+            self._ranked(question), self.params.token_budget, self.params.order, self.index.order, notes
         )
 
 

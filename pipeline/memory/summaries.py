@@ -16,13 +16,12 @@ from pydantic import Field
 
 from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MEMORY_SYSTEMS, MemoryDeps, MemoryUnit, RetrievalResult
-from pipeline.memory.context import ORDER_TIME, fit_budget, render, retrieved, time_sorted
+from pipeline.memory.context import ORDER_TIME, ranked_result
 from pipeline.memory.params import SystemParams, parse_params
 from pipeline.memory.rag import require_encoder
 from pipeline.memory.units import KIND_SUMMARY
 from pipeline.memory.vector import VectorIndex
 from pipeline.records import QuestionRow
-from pipeline.tokens import count_tokens
 
 KIND = "summaries"
 NO_SUMMARIES = "dataset has no session summaries"
@@ -82,24 +81,13 @@ class SummariesMemory:
 
     def restore(self, units: list[MemoryUnit]) -> None:
         self.index.add(list(units))
+        self.index.build()  # embed now, so the first question's latency is retrieval only
 
     def retrieve(self, question: QuestionRow) -> RetrievalResult:
         ranked = self.index.search(question.question, self.params.top_k)
-        fitted = fit_budget([u for u, _ in ranked], self.params.token_budget, self.params.order)
-        shown = time_sorted(fitted.units, self.index.order) if self.params.order == ORDER_TIME else fitted.units
-        context = render(shown, self.params.order)
-        return RetrievalResult(
-            units=tuple(retrieved(u, rank, s) for rank, (u, s) in enumerate(ranked, start=1)),
-            context=context,
-            context_tokens=count_tokens(context),
-            trimmed_units=fitted.trimmed_units,
-            notes={
-                "top_k": self.params.top_k,
-                "order": self.params.order,
-                "token_budget": self.params.token_budget,
-                "index_units": len(self.index),
-                "unit_level": "session (summaries carry no turn ids)",
-                "trimmed": "lowest-ranked units first",
-                "truncated_unit": fitted.truncated,
-            },
-        )
+        notes = {
+            "top_k": self.params.top_k,
+            "index_units": len(self.index),
+            "unit_level": "session (summaries carry no turn ids)",
+        }
+        return ranked_result(ranked, self.params.token_budget, self.params.order, self.index.order, notes)

@@ -8,7 +8,7 @@ haystack never pays for embeddings a run does not use, and a restored memory emb
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import faiss
 import numpy as np
@@ -37,13 +37,12 @@ class VectorIndex:
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         vecs = np.ascontiguousarray(self.encoder.encode(list(texts)), dtype=np.float32)
         if vecs.ndim != 2 or vecs.shape[0] != len(texts):
-            raise ValueError(
-                f"encoder {self.encoder.model_name!r} returned shape {vecs.shape} for {len(texts)} texts"
-            )
+            raise ValueError(f"encoder {self.encoder.model_name!r} returned shape {vecs.shape} for {len(texts)} texts")
         faiss.normalize_L2(vecs)  # the protocol promises unit vectors; IP = cosine only if so
         return vecs
 
-    def _flush(self) -> None:
+    def build(self) -> None:
+        """Embed and index the units added since the last build (called by ``search`` too)."""
         if not self._pending:
             return
         vecs = self._embed([u.text for u in self._pending])
@@ -54,8 +53,26 @@ class VectorIndex:
         self._pending = []
 
     def search(self, query: str, k: int) -> list[tuple[MemoryUnit, float]]:
-        self._flush()
+        self.build()
         if self._index is None or k <= 0:
             return []
         scores, ids = self._index.search(self._embed([query]), min(k, len(self.units)))
         return [(self.units[i], float(s)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
+
+
+class LazyEncoder:
+    """An Encoder that builds the real one on first use.
+
+    Why: ingestion of ``rag``/``summaries`` only records units (they embed at retrieval), so the
+    ingestion stage should not pay for loading a sentence-transformer it never calls.
+    """
+
+    def __init__(self, model_name: str, factory: Callable[[], Encoder]) -> None:
+        self.model_name = model_name
+        self._factory = factory
+        self._encoder: Encoder | None = None
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self._encoder is None:
+            self._encoder = self._factory()
+        return self._encoder.encode(texts)

@@ -11,13 +11,15 @@ never be mistaken for an LLM's result in a report.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pipeline.config import BenchmarkConfig
+from pipeline.llm_protocol import ChatClient
 from pipeline.memory.base import Encoder, RetrievalResult, RetrievedUnit
 from pipeline.records import QuestionRow
 from pipeline.registry import Registry
@@ -26,33 +28,14 @@ LABEL_LLM = "llm"
 LABEL_OFFLINE = "offline"
 
 
-class LLMReply(Protocol):
-    """What one chat call returns (resources/llm.py ``LLMReply``); ``ok`` False = transport failure."""
+class LLMClient(ChatClient, Protocol):
+    """The LLM API readers and judges use: resources/llm.py ``LLMResource`` (cached, retried, priced).
 
-    text: str
-    ok: bool
-    error: str | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    latency_s: float
-    cache_hit: bool
-    cost_usd: float | None
-    model: str
-
-
-class LLMClient(Protocol):
-    """The part of resources/llm.py ``LLMClient`` readers and judges use (cached, retried, priced)."""
+    ``model`` is the default model name; it goes into the answers' config hash so that switching
+    models recomputes answers instead of mixing two models' results under one unit name.
+    """
 
     model: str
-
-    def chat(
-        self,
-        messages: Sequence[Mapping[str, str]],
-        *,
-        model: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> LLMReply: ...
 
 
 class ReaderConfigError(ValueError):
@@ -96,13 +79,22 @@ class Answer:
 
 
 class Reader(Protocol):
+    """A reader kind. ``uses_encoder`` / ``uses_llm`` say what to build for it; ``thread_safe``
+    False means the runner serialises its calls (the offline reader shares one torch model)."""
+
     kind: str
     label: str
+    uses_encoder: bool
+    uses_llm: bool
+    thread_safe: bool
 
     def __init__(self, params: dict[str, Any], deps: ReaderDeps) -> None: ...
 
-    def model_id(self) -> str:
-        """What else determines this reader's answers (model names), hashed into the unit's config."""
+    @classmethod
+    def identity(cls, params: Mapping[str, Any], cfg: BenchmarkConfig) -> str:
+        """What besides its params determines the answers (model names, prompt hash); hashed into
+        the answer unit's config so a model or prompt change recomputes answers. Computed from
+        the config alone, so the judgments stage can derive answer hashes without building it."""
         ...
 
     def answer(self, item: ReadInput) -> Answer: ...
@@ -126,12 +118,17 @@ def parse_params(model: type[P], params: Mapping[str, Any], kind: str) -> P:
         raise ReaderConfigError(f"reader kind {kind!r}: invalid params {dict(params)}: {exc}") from None
 
 
-def build_reader(kind: str, params: Mapping[str, Any], deps: ReaderDeps) -> Reader:
-    """Instantiate a registered reader (imports the built-in readers so they are registered)."""
-    import pipeline.readers.llm_reader  # noqa: F401 - registers 'llm'
-    import pipeline.readers.offline  # noqa: F401 - registers 'offline'
+def load_readers() -> Registry[type[Reader]]:
+    """The registry with the built-in readers registered (importing them is the registration)."""
+    from pipeline.readers import llm_reader, offline
 
-    return READERS.get(kind)(dict(params), deps)
+    del llm_reader, offline  # imported for their registrations only
+    return READERS
+
+
+def build_reader(kind: str, params: Mapping[str, Any], deps: ReaderDeps) -> Reader:
+    """Instantiate a registered reader kind (unknown kind = RegistryError)."""
+    return load_readers().get(kind)(dict(params), deps)
 
 
 def is_multiple_choice(question: QuestionRow) -> bool:
@@ -161,9 +158,7 @@ ANSWERS_PAYLOAD = pa.schema(
 
 def retrieval_from_row(row: Mapping[str, Any]) -> RetrievalResult:
     """A ``retrievals`` table row (RETRIEVALS_PAYLOAD columns) back into a RetrievalResult."""
-    units = tuple(
-        RetrievedUnit(**{**u, "turn_ids": tuple(u.get("turn_ids") or ())}) for u in row.get("units") or ()
-    )
+    units = tuple(RetrievedUnit(**{**u, "turn_ids": tuple(u.get("turn_ids") or ())}) for u in row.get("units") or ())
     notes = json.loads(row["notes"]) if row.get("notes") else {}
     return RetrievalResult(
         units=units,

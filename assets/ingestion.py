@@ -1,0 +1,72 @@
+"""The ``ingestion`` asset: every configured memory system ingests each question's haystack.
+
+Why partitioned by question although memories are per haystack: progress, failures and Dagster
+partition status are per question everywhere else. The work is still done once per
+(system, haystack) (pipeline.memory.ingest); each question of the haystack then gets its row
+(sessions_completed / total / next_session), so the progress view shows ingestion per question.
+The logic lives in pipeline.memory.ingest; this module only wires resources.
+"""
+
+# No `from __future__ import annotations`: Dagster checks the real type of `context`.
+from typing import Any
+
+import dagster as dg
+from dagster import AssetExecutionContext
+
+from pipeline.config import BenchmarkConfig
+from pipeline.memory.base import INGESTION_PAYLOAD, MemoryDeps
+from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
+from pipeline.memory.params import MemoryConfigError
+from pipeline.memory.systems import check_buildable, system_specs, uses_encoder, uses_llm
+from pipeline.memory.vector import LazyEncoder
+from pipeline.stage import QuestionStage
+from resources.benchmark import BenchmarkResource
+from resources.embeddings import EmbeddingResource
+from resources.llm import LLMResource
+from resources.storage import ResultStore
+
+GROUP = "memory"
+
+
+def _needs(cfg: BenchmarkConfig) -> tuple[bool, bool]:
+    """(some configured system uses an encoder, some uses an LLM)."""
+    specs = [s for ds in cfg.datasets for s in system_specs(cfg, ds.name)]
+    return any(uses_encoder(s.cls) for s in specs), any(uses_llm(s.cls) for s in specs)
+
+
+def memory_run(
+    context: AssetExecutionContext, cfg: BenchmarkConfig, store: ResultStore, embeddings: EmbeddingResource
+) -> MemoryRun:
+    """Deps for the memory stages; a wrong memory config fails the run before any question."""
+    need_encoder, need_llm = _needs(cfg)
+    encoder = None
+    if need_encoder:
+        encoder = LazyEncoder(cfg.embeddings.model, lambda: embeddings.store_encoder(store))
+    llm = LLMResource.from_benchmark(cfg) if need_llm and cfg.llm is not None else None
+    deps = MemoryDeps(encoder=encoder, llm=llm, log=context.log.info)
+    try:
+        check_buildable(cfg, deps)
+    except MemoryConfigError as exc:
+        raise dg.Failure(f"{cfg.source}: {exc}") from exc
+    workers = cfg.llm.max_concurrency if llm is not None and cfg.llm is not None else 1
+    return MemoryRun(store, cfg, deps, log=context.log.info, workers=workers)
+
+
+def run_metadata(cfg: BenchmarkConfig) -> dict[str, Any]:
+    return {
+        "memory_systems": ", ".join(f"{c.name} ({c.kind})" for c in cfg.memory_systems) or "none",
+        "config": cfg.source,
+    }
+
+
+def run_ingestion(
+    context: AssetExecutionContext, benchmark: BenchmarkResource, embeddings: EmbeddingResource
+) -> dg.MaterializeResult:
+    cfg = benchmark.load()
+    store = benchmark.store()
+    run = memory_run(context, cfg, store, embeddings)
+    stage = QuestionStage(
+        context, store, cfg, stage="ingestion", payload_schema=INGESTION_PAYLOAD, units_for=units_for(cfg)
+    )
+    result = stage.run(lambda items: ingestion_results(run, items))
+    return dg.MaterializeResult(metadata={**(result.metadata or {}), **run_metadata(cfg)})

@@ -1,0 +1,61 @@
+"""The ``judgments`` asset: every chosen judge scores every answer (metric names pinned).
+
+Judges per dataset kind (pipeline.judges.base.judges_for): the config's ``judges:`` or the
+defaults; LLM judges need the config's ``llm:`` block and are listed as unavailable otherwise
+(asset metadata ``judges_unavailable``), never replaced by another judge. A failed answer gives a
+failed judgment ("answer failed: ..."), never a wrong one. The logic lives in
+pipeline.judges.run; this module only wires resources.
+"""
+
+
+from typing import Any
+
+import dagster as dg
+
+from assets.answers import run_llm
+from pipeline.config import BenchmarkConfig
+from pipeline.judges.base import (
+    JUDGMENTS_PAYLOAD,
+    JudgeConfigError,
+    check_judges,
+    dataset_kind,
+    judges_for,
+    unavailable_judges,
+)
+from pipeline.judges.run import JudgmentRun
+from pipeline.readers.base import LLMClient
+from pipeline.registry import RegistryError
+from pipeline.stage import QuestionStage
+from resources.benchmark import BenchmarkResource
+
+GROUP = "answers"
+
+
+def judge_metadata(cfg: BenchmarkConfig, llm: LLMClient | None) -> dict[str, Any]:
+    """Which judges run per dataset, and which default judges are unavailable (and why)."""
+    used, unavailable = [], []
+    for ds in cfg.datasets:
+        kind = dataset_kind(ds.loader)
+        used += [f"{ds.name}: {j.name} ({j.spec.metric})" for j in judges_for(kind, ds.name, cfg, llm)]
+        unavailable += [f"{ds.name}: {name} ({why})" for name, why in unavailable_judges(kind, cfg, llm)]
+    return {"judges": "; ".join(used) or "none", "judges_unavailable": "; ".join(unavailable) or "none"}
+
+
+def run_judgments(context: dg.AssetExecutionContext, benchmark: BenchmarkResource) -> dg.MaterializeResult:
+    cfg = benchmark.load()
+    store = benchmark.store()
+    llm = run_llm(cfg)
+    try:
+        check_judges(cfg, llm)
+        metadata = judge_metadata(cfg, llm)
+    except (JudgeConfigError, RegistryError) as exc:
+        raise dg.Failure(f"{cfg.source}: {exc}") from exc
+    if metadata["judges_unavailable"] != "none":
+        context.log.warning(f"judges unavailable in this run: {metadata['judges_unavailable']}")
+    workers = cfg.llm.max_concurrency if llm is not None and cfg.llm is not None else 1
+    run = JudgmentRun(store, cfg, llm, max_workers=workers, log=context.log.info)
+    stage = QuestionStage(
+        context, store, cfg, stage="judgments", payload_schema=JUDGMENTS_PAYLOAD, units_for=run.units_for
+    )
+    result = stage.run(run.compute)
+    return dg.MaterializeResult(metadata={**(result.metadata or {}), **metadata, "config": cfg.source})

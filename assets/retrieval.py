@@ -1,0 +1,32 @@
+"""The ``retrievals`` asset: each memory system's ranked units and reader context per question.
+
+Why its own asset after ``ingestion``: retrieval parameters (top_k, budget, order) and the
+embedding model change far more often than the ingested memories; re-running retrieval must not
+re-ingest. Each (system, haystack) memory is opened once and queried for all its questions
+(pipeline.memory.retrieve); a question whose memory's ingestion failed fails with that error.
+"""
+
+# No `from __future__ import annotations`: Dagster checks the real type of `context`.
+import dagster as dg
+from dagster import AssetExecutionContext
+
+from assets.ingestion import memory_run, run_metadata
+from pipeline.memory.base import RETRIEVALS_PAYLOAD
+from pipeline.memory.ingest import units_for
+from pipeline.memory.retrieve import retrieval_results
+from pipeline.stage import QuestionStage
+from resources.benchmark import BenchmarkResource
+from resources.embeddings import EmbeddingResource
+
+
+def run_retrievals(
+    context: AssetExecutionContext, benchmark: BenchmarkResource, embeddings: EmbeddingResource
+) -> dg.MaterializeResult:
+    cfg = benchmark.load()
+    store = benchmark.store()
+    run = memory_run(context, cfg, store, embeddings)
+    stage = QuestionStage(
+        context, store, cfg, stage="retrievals", payload_schema=RETRIEVALS_PAYLOAD, units_for=units_for(cfg)
+    )
+    result = stage.run(lambda items: retrieval_results(run, items))
+    return dg.MaterializeResult(metadata={**(result.metadata or {}), **run_metadata(cfg)})

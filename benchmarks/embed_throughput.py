@@ -1,0 +1,192 @@
+"""Embedding throughput on LongMemEval_S unit texts: pipeline path vs raw ``model.encode``.
+
+Why: embedding every unique LongMemEval_S turn (188,998 texts, ~1,000 chars each, a third longer
+than MiniLM's 256-token limit) is the single biggest compute cost of an offline run. This measures
+texts/s of the pipeline path (EmbeddingResource + CachedEncoder + Parquet cache, cold cache in a
+temp dir) and of plain ``SentenceTransformer.encode`` on the SAME random sample of unique texts
+with the same backend, their ratio (target >= 0.8: the cache must cost little), and the full-run
+estimate. ``--compare-fp32`` also times plain fp32 encode (the naive baseline) and measures how far
+the chosen backend's vectors are from fp32 (cosine, top-10 retrieval agreement for real questions).
+
+    .venv/bin/python benchmarks/embed_throughput.py --limit 2000 --compare-fp32
+
+CPU time (all threads) is printed next to wall time: on a shared machine wall time swings with
+other load, CPU time much less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from assets.embeddings import ProgressReporter
+from pipeline.memory.base import turn_unit_text
+from pipeline.records import TurnRow
+from resources.embeddings import CachedEncoder, EmbeddingResource, EnsureStats, ModelSpec, load_model
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "longmemeval_s_cleaned_498of500.json.gz"
+
+
+def load_texts(path: Path) -> tuple[list[str], int, list[str]]:
+    """(unique unit texts in first-seen order, total turns, question texts)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        records = json.load(f)
+    unique: dict[str, None] = {}
+    total = 0
+    for rec in records:
+        for session in rec["haystack_sessions"]:
+            for pos, turn in enumerate(session):
+                total += 1
+                row = TurnRow("lme_s", "s", f"s:{pos}", pos, turn["role"], turn["role"], turn["content"], False, None)
+                unique.setdefault(turn_unit_text(row), None)
+    return list(unique), total, [rec["question"] for rec in records]
+
+
+@contextlib.contextmanager
+def timer(out: dict[str, float]) -> Iterator[None]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    yield
+    out["wall"], out["cpu"] = time.perf_counter() - wall, time.process_time() - cpu
+
+
+def raw_encode(spec: ModelSpec, texts: list[str]) -> np.ndarray:
+    """Plain ``SentenceTransformer.encode`` with the spec's backend, no cache, no hashing."""
+    import torch
+
+    st = load_model(spec).sentence_transformer
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=spec.backend == "bf16"):
+        vecs = st.encode(texts, batch_size=spec.batch_size, normalize_embeddings=True, show_progress_bar=False)
+    return np.asarray(vecs, dtype=np.float32)
+
+
+def top_k_overlap(
+    ref: np.ndarray, other: np.ndarray, queries_ref: np.ndarray, queries_other: np.ndarray, k: int
+) -> float:
+    """Mean |top-k(ref) ∩ top-k(other)| / k over queries (retrieval agreement with the reference)."""
+    a = np.argsort(-(queries_ref @ ref.T), axis=1)[:, :k]
+    b = np.argsort(-(queries_other @ other.T), axis=1)[:, :k]
+    return float(np.mean([len(set(x) & set(y)) / k for x, y in zip(a, b, strict=True)]))
+
+
+def pipeline_pass(enc: CachedEncoder, texts: list[str]) -> EnsureStats:
+    """What the embeddings asset does: ensure every text is cached, with a progress bar."""
+    reporter = ProgressReporter(lambda _msg: None, bar=True)
+    try:
+        return enc.ensure(texts, reporter)
+    finally:
+        reporter.close()
+
+
+def rate(n: int, t: dict[str, float]) -> str:
+    return f"{n / t['wall']:7.1f} texts/s wall, {n / t['cpu']:7.1f} texts/CPU-s ({t['wall']:.1f} s)"
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    p.add_argument("--limit", type=int, default=2000, help="random sample of N unique texts (0 = all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backend", default="auto", choices=["auto", "fp32", "bf16", "int8"])
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--max-seq-length", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--compare-fp32", action="store_true", help="also time fp32 encode and measure drift")
+    return p.parse_args()
+
+
+def section(title: str) -> None:
+    print(f"\n== {title}")
+
+
+def run_timed(label: str, fn: Callable[[], object], n: int) -> dict[str, float]:
+    t: dict[str, float] = {}
+    with timer(t):
+        fn()
+    print(f"{label:28s} {rate(n, t)}")
+    return t
+
+
+def main() -> None:
+    args = parse_args()
+    print(f"load average before: {os.getloadavg()}")
+    texts, total_turns, questions = load_texts(args.data)
+    rng = np.random.default_rng(args.seed)
+    n = min(args.limit, len(texts)) if args.limit else len(texts)
+    sample = [texts[i] for i in rng.choice(len(texts), n, replace=False)] if n < len(texts) else texts
+    print(
+        f"{args.data.name}: {total_turns:,} turns, {len(texts):,} unique unit texts "
+        f"({100 * (1 - len(texts) / total_turns):.1f}% duplicates); sample {len(sample):,}, "
+        f"mean {np.mean([len(t) for t in sample]):.0f} chars"
+    )
+
+    resource = EmbeddingResource(
+        backend=args.backend, batch_size=args.batch_size, max_seq_length=args.max_seq_length, num_threads=args.threads
+    )
+    spec = resource.spec()
+    t_load: dict[str, float] = {}
+    with timer(t_load):
+        model = load_model(spec)
+    print(
+        f"model {spec.variant()} (threads {spec.num_threads}, batch {spec.batch_size}) loaded in {t_load['wall']:.1f} s"
+    )
+    model.encode(sample[:32])  # warm-up (allocator, oneDNN kernels)
+
+    section("same sample, same backend")
+    t_raw = run_timed("raw model.encode", lambda: raw_encode(spec, sample), len(sample))
+    with tempfile.TemporaryDirectory() as tmp:
+        enc = resource.encoder(Path(tmp))
+        stats_box: list[EnsureStats] = []
+        t_pipe = run_timed("pipeline (cold cache)", lambda: stats_box.append(pipeline_pass(enc, sample)), len(sample))
+        t_warm = run_timed("pipeline (warm re-run)", lambda: enc.ensure(sample), len(sample))
+        stats = stats_box[0]
+        vecs = enc.encode(sample)
+    ratio = t_raw["wall"] / t_pipe["wall"]
+    print(
+        f"pipeline / raw = {ratio:.2f} wall, {t_raw['cpu'] / t_pipe['cpu']:.2f} CPU (target >= 0.8); "
+        f"warm re-run embedded {enc.ensure(sample).embedded} texts in {t_warm['wall']:.2f} s"
+    )
+    print(
+        f"truncated at {model.max_seq_length} tokens: {stats.truncated:,}/{stats.embedded:,} "
+        f"({100 * stats.truncated / max(stats.embedded, 1):.1f}%)"
+    )
+    per_text = t_pipe["wall"] / len(sample)
+    print(f"full run estimate ({len(texts):,} unique texts, this load): {len(texts) * per_text / 3600:.2f} h")
+
+    if args.compare_fp32 and spec.backend != "fp32":
+        section("naive fp32 baseline and drift of the chosen backend")
+        ref_spec = EmbeddingResource(
+            backend="fp32", batch_size=args.batch_size, max_seq_length=args.max_seq_length, num_threads=args.threads
+        ).spec()
+        load_model(ref_spec).encode(sample[:32])
+        box: list[np.ndarray] = []
+        t_ref = run_timed("raw fp32 model.encode", lambda: box.append(raw_encode(ref_spec, sample)), len(sample))
+        ref = box[0]
+        cos = np.sum(ref * vecs, axis=1)
+        qs = [questions[i] for i in rng.choice(len(questions), min(200, len(questions)), replace=False)]
+        overlap = top_k_overlap(ref, vecs, raw_encode(ref_spec, qs), model.encode(qs), k=10)
+        print(
+            f"speed-up over fp32: {t_ref['wall'] / t_pipe['wall']:.2f}x wall, {t_ref['cpu'] / t_pipe['cpu']:.2f}x CPU"
+        )
+        print(
+            f"cosine to fp32: mean {cos.mean():.6f}, min {cos.min():.6f}; top-10 retrieval overlap "
+            f"({len(qs)} questions over the sample): {overlap:.3f}"
+        )
+        print(f"full run estimate fp32: {len(texts) * t_ref['wall'] / len(sample) / 3600:.2f} h")
+    print(f"\nload average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

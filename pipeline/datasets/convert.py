@@ -1,0 +1,329 @@
+"""Convert one configured dataset into its canonical Parquet tables.
+
+Why this shape:
+- Streaming: the loader yields one question at a time; sessions, turns and haystack rows go to
+  Parquet writers in row-group batches, so memory is bounded by a batch, not by the file
+  (LongMemEval_M is 2.7 GB). Only questions, evidence, issues and failures (small) stay in RAM.
+  Turns are ONE file (``turns.parquet``, many row groups) so both the storage glob
+  (``canonical/*/turns*.parquet``) and ``Corpus`` (``read_canonical(..., "turns")``) read it.
+- Dedup: sessions/turns by ``session_key``, haystack rows by ``haystack_id``.
+- Atomic: everything is written to ``<parquet>/.staging/<dataset>-<uuid>/`` and swapped into
+  ``canonical/<dataset>/`` at the end (two renames); a load that fails at any point leaves the
+  earlier canonical files untouched and removes its staging folder.
+- Incremental: ``_manifest.json`` records source path, size, mtime_ns, loader name/version and
+  limit; when all of them match and every table exists, nothing is parsed (``skipped=True``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.config import PROJECT_ROOT, DatasetConfig
+from pipeline.datasets.base import LOADER_VERSION, LOADERS, DatasetFileError
+from pipeline.records import (
+    CANONICAL_SCHEMAS,
+    EvidenceRow,
+    LoadFailure,
+    ParsedRecord,
+    QualityIssue,
+    QuestionRow,
+)
+from resources.storage import ResultStore
+
+MANIFEST = "_manifest.json"
+STAGING_DIR = ".staging"
+TABLES = tuple(CANONICAL_SCHEMAS)
+BATCH_ROWS = 50_000
+BATCH_TEXT_CHARS = 16 << 20  # also flush turns every ~16 M characters of text (bounds memory for long turns)
+PROGRESS_EVERY_S = 10.0
+
+
+@dataclass(frozen=True)
+class ConvertStats:
+    """Outcome of one conversion (also restored from the manifest when skipped)."""
+
+    dataset: str
+    skipped: bool
+    rows: Mapping[str, int]
+    n_questions: int
+    n_failures: int
+    quality: Mapping[str, int]  # data_quality kind -> sum of counts
+    partition_keys: tuple[str, ...]  # questions + keyed load failures, file order
+    seconds: float
+    source: str = ""
+
+    def as_metadata(self) -> dict[str, Any]:
+        """Flat values for Dagster metadata."""
+        return {
+            "dataset": self.dataset,
+            "skipped": self.skipped,
+            "source": self.source,
+            "questions": self.n_questions,
+            "load_failures": self.n_failures,
+            "seconds": round(self.seconds, 2),
+            **{f"rows_{k}": v for k, v in self.rows.items()},
+            "quality": json.dumps(dict(self.quality), sort_keys=True),
+        }
+
+
+def table_from_rows(rows: Iterable[Any], schema: pa.Schema) -> pa.Table:
+    """Frozen dataclass rows -> Arrow table, column by column (much faster than asdict)."""
+    rows = list(rows)
+    arrays = [pa.array([getattr(r, f.name) for r in rows], type=f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+class _Sink:
+    """Rows streamed to one Parquet file in row groups of ``batch_rows`` (or ``batch_chars``)."""
+
+    def __init__(self, path: Path, schema: pa.Schema, batch_rows: int, batch_chars: int) -> None:
+        self.schema = schema
+        self.batch_rows = batch_rows
+        self.batch_chars = batch_chars
+        self.text = "text" in schema.names
+        self.writer = pq.ParquetWriter(path, schema, compression="zstd")
+        self.buffer: list[Any] = []
+        self.chars = 0
+        self.count = 0
+
+    def add(self, rows: Iterable[Any]) -> None:
+        n = len(self.buffer)
+        self.buffer.extend(rows)
+        if self.text:
+            self.chars += sum(len(r.text) for r in self.buffer[n:])
+        if len(self.buffer) >= self.batch_rows or self.chars >= self.batch_chars:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer:
+            self.writer.write_table(table_from_rows(self.buffer, self.schema))
+            self.count += len(self.buffer)
+            self.buffer = []
+            self.chars = 0
+
+    def close(self) -> int:
+        """Flush and finish the file (a file without rows still carries the schema)."""
+        self.flush()
+        self.writer.close()
+        return self.count
+
+
+@dataclass
+class _Collected:
+    questions: list[QuestionRow] = field(default_factory=list)
+    evidence: list[EvidenceRow] = field(default_factory=list)
+    issues: list[QualityIssue] = field(default_factory=list)
+    failures: list[LoadFailure] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+
+
+class _CanonicalWriter:
+    """Dedups and writes the records of one dataset into a staging folder."""
+
+    def __init__(self, out: Path, dataset: str, batch_rows: int, batch_chars: int = BATCH_TEXT_CHARS) -> None:
+        self.out = out
+        self.dataset = dataset
+        self.sinks = {
+            name: _Sink(out / f"{name}.parquet", CANONICAL_SCHEMAS[name], batch_rows, batch_chars)
+            for name in ("sessions", "turns", "haystacks")
+        }
+        self.marks: dict[str, int] = {}  # session_key -> hash of its has_answer positions
+        self.haystacks: set[str] = set()
+        self.conflicts: Counter[str] = Counter()
+        self.c = _Collected()
+
+    def add(self, rec: ParsedRecord) -> bool:
+        """Store one record; True when it is a question (or a keyed failure) for the limit."""
+        for s in rec.sessions:
+            key = s.session.session_key
+            mark = hash(tuple(t.position for t in s.turns if t.has_answer))
+            prior = self.marks.get(key)
+            if prior is None:
+                self.marks[key] = mark
+                self.sinks["sessions"].add((s.session,))
+                self.sinks["turns"].add(s.turns)
+            elif prior != mark:
+                self.conflicts[key] += 1
+        for h in rec.haystack:
+            if h.haystack_id not in self.haystacks:
+                self.sinks["haystacks"].add((h,))
+        self.haystacks.update(h.haystack_id for h in rec.haystack)
+        self.c.issues.extend(rec.issues)
+        self.c.evidence.extend(rec.evidence)
+        if rec.question is not None:
+            self.c.questions.append(rec.question)
+            self.c.keys.append(rec.question.partition_key)
+            return True
+        if rec.failure is not None:
+            self.c.failures.append(rec.failure)
+            if rec.failure.partition_key:
+                self.c.keys.append(rec.failure.partition_key)
+                return True
+        return False
+
+    def close(self) -> dict[str, int]:
+        """Write the in-memory tables; returns rows per table."""
+        action = "first occurrence's marking kept (evidence rows stay per question)"
+        for key, n in sorted(self.conflicts.items()):
+            self.c.issues.append(
+                QualityIssue(self.dataset, "has_answer_conflict", key, "turns.has_answer", "<differs>", action, n)
+            )
+        rows = {name: sink.close() for name, sink in self.sinks.items()}
+        for name, items in (
+            ("questions", self.c.questions),
+            ("evidence", self.c.evidence),
+            ("data_quality", self.c.issues),
+            ("load_failures", self.c.failures),
+        ):
+            table = table_from_rows(items, CANONICAL_SCHEMAS[name])
+            pq.write_table(table, self.out / f"{name}.parquet", compression="zstd")
+            rows[name] = len(items)
+        return {name: rows[name] for name in TABLES}
+
+    def abort(self) -> None:
+        """Close the open writers after a failed load (the staging folder is then removed)."""
+        for sink in self.sinks.values():
+            with contextlib.suppress(Exception):
+                sink.writer.close()
+
+
+def _source_manifest(ds: DatasetConfig, src: Path) -> dict[str, Any]:
+    try:
+        st = src.stat()
+    except FileNotFoundError:
+        raise DatasetFileError(src, f"file not found (dataset {ds.name!r})") from None
+    return {
+        "dataset": ds.name,
+        "loader": ds.loader,
+        "loader_version": LOADER_VERSION,
+        "source": str(src),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "limit": ds.limit,
+    }
+
+
+def _read_manifest(out: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((out / MANIFEST).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def _up_to_date(out: Path, source: Mapping[str, Any]) -> dict[str, Any] | None:
+    manifest = _read_manifest(out)
+    if manifest is None or manifest.get("input") != source:
+        return None
+    if not all((out / f"{name}.parquet").exists() for name in TABLES):
+        return None
+    return manifest
+
+
+def _stored_keys(out: Path) -> tuple[str, ...]:
+    keys = pq.read_table(out / "questions.parquet", columns=["partition_key"]).column(0).to_pylist()
+    failed = pq.read_table(out / "load_failures.parquet", columns=["partition_key"]).column(0).to_pylist()
+    return tuple(keys + [k for k in failed if k])
+
+
+def _swap_into_place(staging: Path, target: Path) -> None:
+    """Replace ``target`` by ``staging`` (old folder renamed aside first, then removed)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    old = staging.with_name(f"{staging.name}.old")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(staging, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _limited(records: Iterator[ParsedRecord], writer: _CanonicalWriter, limit: int | None,
+             log: Callable[[str], None]) -> None:
+    n = 0
+    last = time.monotonic()
+    for rec in records:
+        if writer.add(rec):
+            n += 1
+        if time.monotonic() - last > PROGRESS_EVERY_S:
+            last = time.monotonic()
+            log(f"{writer.dataset}: {n} questions read")
+        if limit is not None and n >= limit:
+            break
+
+
+def convert_dataset(
+    ds: DatasetConfig,
+    store: ResultStore,
+    log: Callable[[str], None],
+    *,
+    base_dir: Path = PROJECT_ROOT,
+    batch_rows: int = BATCH_ROWS,
+) -> ConvertStats:
+    """Write ``canonical/<ds.name>/*.parquet`` from ``ds.path`` (skipped when unchanged)."""
+    start = time.monotonic()
+    src = ds.resolved_path(base_dir)
+    loader = LOADERS.get(ds.loader)
+    out = store.parquet_root / "canonical" / ds.name
+    source = _source_manifest(ds, src)
+    done = _up_to_date(out, source)
+    if done is not None:
+        log(f"{ds.name}: {src} unchanged since last conversion; skipped")
+        return _stats(ds.name, True, done["stats"], _stored_keys(out), time.monotonic() - start, src)
+    staging = store.parquet_root / STAGING_DIR / f"{ds.name}-{uuid.uuid4().hex}"
+    staging.mkdir(parents=True)
+    try:
+        writer = _CanonicalWriter(staging, ds.name, batch_rows)
+        try:
+            with contextlib.closing(loader(src, ds.name)) as records:
+                _limited(records, writer, ds.limit, log)
+        except BaseException:
+            writer.abort()
+            raise
+        rows = writer.close()
+        summary = {
+            "rows": rows,
+            "n_questions": rows["questions"],
+            "n_failures": rows["load_failures"],
+            "quality": _quality(writer.c.issues),
+        }
+        (staging / MANIFEST).write_text(json.dumps({"input": source, "stats": summary}, indent=2))
+        _swap_into_place(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    stats = _stats(ds.name, False, summary, tuple(writer.c.keys), time.monotonic() - start, src)
+    log(f"{ds.name}: {stats.n_questions} questions, {stats.n_failures} load failures, rows {dict(rows)}")
+    return stats
+
+
+def _quality(issues: list[QualityIssue]) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for issue in issues:
+        counts[issue.kind] += issue.count
+    return dict(sorted(counts.items()))
+
+
+def _stats(
+    name: str, skipped: bool, summary: Mapping[str, Any], keys: tuple[str, ...], seconds: float, src: Path
+) -> ConvertStats:
+    return ConvertStats(
+        dataset=name,
+        skipped=skipped,
+        rows=dict(summary["rows"]),
+        n_questions=summary["n_questions"],
+        n_failures=summary["n_failures"],
+        quality=dict(summary["quality"]),
+        partition_keys=keys,
+        seconds=seconds,
+        source=str(src),
+    )

@@ -1,0 +1,243 @@
+"""Judge contract: pinned metric names, the verdict record, the registry and default selection.
+
+Why pinned names: a report column "locomo_f1" must mean exactly one computation in every run;
+each judge is ONE function registered under its metric name, with a ``version`` that is hashed
+into the judgment's config so that changing a definition recomputes its rows.
+
+Outcomes of judging one answer:
+- a Verdict (status ok): ``correct`` True/False and ``score``; ``correct`` None means "not
+  applicable to this question" (e.g. a lexical judge on a rubric gold), excluded from accuracy;
+- JudgeFailed raised (status failed, retried next run): the LLM call failed or its reply was not
+  a clear label. A failure is never scored as wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.config import BenchmarkConfig, ComponentConfig
+from pipeline.readers.base import LLMClient
+from pipeline.records import QuestionRow
+from pipeline.registry import Registry
+
+# ---- pinned metric names (one definition each; reports use these constants) ---------------
+METRIC_MC_ACCURACY = "mc_accuracy"
+METRIC_LOCOMO_F1 = "locomo_f1"
+METRIC_LOCOMO_EXACT_MATCH = "locomo_exact_match"
+METRIC_LOCOMO_KEYWORD_OVERLAP = "locomo_keyword_overlap"
+METRIC_LOCOMO_LLM_JUDGE = "locomo_llm_judge"
+METRIC_LME_OFFICIAL_LLM_JUDGE = "lme_official_llm_judge"
+METRIC_LME_CONTAINS_NORMALIZED = "lme_contains_normalized"
+
+# how a report aggregates a metric over questions
+AGG_ACCURACY = "accuracy"  # mean of ``correct`` over rows where it is not null
+AGG_MEAN_SCORE = "mean_score"  # mean of ``score``
+
+# dataset kinds (from the dataset's loader name, see dataset_kind)
+KIND_MC10 = "mc10"
+KIND_LOCOMO = "locomo"
+KIND_LONGMEMEVAL = "longmemeval"
+
+DEFAULT_JUDGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # kind: (judges without an LLM, judges added when an LLM is configured)
+    KIND_MC10: ((METRIC_MC_ACCURACY,), ()),
+    KIND_LOCOMO: (
+        (METRIC_LOCOMO_F1, METRIC_LOCOMO_EXACT_MATCH, METRIC_LOCOMO_KEYWORD_OVERLAP),
+        (METRIC_LOCOMO_LLM_JUDGE,),
+    ),
+    KIND_LONGMEMEVAL: ((METRIC_LME_CONTAINS_NORMALIZED,), (METRIC_LME_OFFICIAL_LLM_JUDGE,)),
+}
+
+
+class JudgeFailed(RuntimeError):
+    """No verdict could be obtained (LLM transport failure, or a reply that is not a clear label)."""
+
+
+class JudgeConfigError(ValueError):
+    """The ``judges:`` config is invalid (unknown params, an LLM judge without an LLM, ...)."""
+
+
+@dataclass(frozen=True)
+class JudgeInput:
+    """What a judge sees: the question (with gold fields) and the reader's answer."""
+
+    question: QuestionRow
+    prediction: str | None
+    predicted_index: int | None = None
+    invalid: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    correct: bool | None  # None = not applicable to this question (excluded from accuracy)
+    score: float | None
+    details: dict[str, Any] = field(default_factory=dict)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cache_hit: bool | None = None
+
+
+@dataclass(frozen=True)
+class JudgeContext:
+    """Run-time dependencies of a judge: the LLM (None when not configured) and its params."""
+
+    llm: LLMClient | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+JudgeFn = Callable[[JudgeInput, JudgeContext], Verdict]
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """A registered judge: its metric, the dataset kinds it applies to, and its one function."""
+
+    metric: str
+    kinds: frozenset[str]
+    fn: JudgeFn
+    description: str
+    aggregate: str
+    version: str
+    needs_llm: bool = False
+    allowed_params: frozenset[str] = frozenset()
+    fingerprint: str = ""  # hash of prompts / constants the definition depends on
+
+
+JUDGES: Registry[JudgeSpec] = Registry("judge")
+
+
+def register(spec: JudgeSpec) -> JudgeSpec:
+    JUDGES.add(spec.metric, spec)
+    return spec
+
+
+def load_judges() -> Registry[JudgeSpec]:
+    """The registry with every built-in judge registered (imports are the registration)."""
+    from pipeline.judges import llm_judges, lme, locomo, mc
+
+    del lme, llm_judges, locomo, mc  # imported for their registrations only
+
+    return JUDGES
+
+
+def dataset_kind(loader: str) -> str:
+    """Dataset kind from the configured loader name ("locomo_mc10" -> mc10, "longmemeval_s" -> ...)."""
+    name = loader.lower()
+    if "mc10" in name or name.endswith("_mc"):
+        return KIND_MC10
+    if "locomo" in name:
+        return KIND_LOCOMO
+    if "longmemeval" in name or name.startswith("lme"):
+        return KIND_LONGMEMEVAL
+    raise JudgeConfigError(
+        f"loader {loader!r}: cannot tell its dataset kind (expected a name containing "
+        "'mc10', 'locomo' or 'longmemeval'); judges are chosen per kind"
+    )
+
+
+@dataclass(frozen=True)
+class BoundJudge:
+    """A judge instance of the config: ``name`` is its unit name, ``spec`` the registered judge."""
+
+    name: str
+    spec: JudgeSpec
+    params: Mapping[str, Any]
+    llm_model: str | None
+
+    def config_hash(self, answer_hash: str) -> str:
+        """Answer unit hash + judge definition (+ judge model): any change recomputes the row."""
+        blob = json.dumps(
+            {
+                "answer": answer_hash,
+                "judge": self.spec.metric,
+                "version": self.spec.version,
+                "fingerprint": self.spec.fingerprint,
+                "params": dict(self.params),
+                "llm_model": self.llm_model if self.spec.needs_llm else None,
+            },
+            sort_keys=True,
+            default=str,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def bind_judge(cfg: ComponentConfig, llm: LLMClient | None) -> BoundJudge:
+    """Validate one ``judges:`` entry (kind = registered judge name) against the registry and LLM."""
+    spec = load_judges().get(cfg.kind)
+    unknown = sorted(set(cfg.params) - spec.allowed_params)
+    if unknown:
+        allowed = sorted(spec.allowed_params) or "none"
+        raise JudgeConfigError(f"judge {cfg.name!r} ({cfg.kind}): unknown params {unknown}; allowed: {allowed}")
+    if spec.needs_llm and llm is None:
+        raise JudgeConfigError(
+            f"judge {cfg.name!r} ({cfg.kind}) needs an LLM but the config has no 'llm:' block; "
+            "remove it from 'judges:' or configure an LLM (it is never replaced by another judge)"
+        )
+    model = (cfg.params.get("model") or llm.model) if (spec.needs_llm and llm is not None) else None
+    return BoundJudge(cfg.name, spec, dict(cfg.params), model)
+
+
+def judges_for(kind: str, dataset: str, cfg: BenchmarkConfig, llm: LLMClient | None) -> list[BoundJudge]:
+    """The judges run on ``dataset`` (of ``kind``): the config's ``judges:`` entries that apply to
+    the dataset and its kind when given, else the defaults (LLM judges only with an LLM)."""
+    if cfg.judges:
+        bound = [bind_judge(c, llm) for c in cfg.judges if c.applies_to(dataset)]
+        return [b for b in bound if kind in b.spec.kinds]
+    base, with_llm = DEFAULT_JUDGES[kind]
+    names = base + (with_llm if llm is not None else ())
+    return [bind_judge(ComponentConfig(name=n, kind=n), llm) for n in names]
+
+
+def check_judges(cfg: BenchmarkConfig, llm: LLMClient | None) -> None:
+    """Bind every configured judge once: unknown judge, bad params or an LLM judge without an
+    LLM fail the run at its start (JudgeConfigError / RegistryError), before any question."""
+    for c in cfg.judges:
+        bind_judge(c, llm)
+
+
+def unavailable_judges(kind: str, cfg: BenchmarkConfig, llm: LLMClient | None) -> list[tuple[str, str]]:
+    """(judge, reason) for default judges of ``kind`` that this run cannot use: the report lists
+    them as unavailable instead of silently showing another metric in their place."""
+    if cfg.judges or llm is not None:
+        return []
+    return [(n, "no LLM configured (config has no 'llm:' block)") for n in DEFAULT_JUDGES[kind][1]]
+
+
+def metric_info() -> dict[str, dict[str, str]]:
+    """metric -> {description, aggregate, needs_llm}: for reports and docs."""
+    return {
+        name: {
+            "description": spec.description,
+            "aggregate": spec.aggregate,
+            "needs_llm": str(spec.needs_llm).lower(),
+        }
+        for name in load_judges()
+        for spec in [JUDGES.get(name)]
+    }
+
+
+def text_fingerprint(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:12]
+
+
+# payload columns of the ``judgments`` stage table (unit = "<system>/<reader>/<judge>")
+JUDGMENTS_PAYLOAD = pa.schema(
+    [
+        ("system", pa.string()),
+        ("reader", pa.string()),
+        ("judge", pa.string()),
+        ("metric", pa.string()),  # pinned metric name (METRIC_* above)
+        ("correct", pa.bool_()),  # null = not applicable to this question
+        ("score", pa.float64()),
+        ("details", pa.string()),  # JSON object; {"invalid": true} for an invalid MC answer
+        ("judge_prompt_tokens", pa.int64()),
+        ("judge_completion_tokens", pa.int64()),
+        ("judge_cache_hit", pa.bool_()),
+    ]
+)

@@ -1,0 +1,150 @@
+"""The judgments stage without Dagster: units, per-question judging, bounded concurrency.
+
+Units: ``"<system>/<reader>/<judge>"`` for every answer unit of the dataset x every judge chosen
+for the dataset's kind (pipeline.judges.base.judges_for). The unit hash covers the answer unit's
+hash and the judge's definition (version, prompt fingerprint, params, judge model).
+
+A judgment needs its answer row: missing, failed or stale => the judgment unit fails with
+"answer failed: ..." (or "answer missing/stale: ..."); it is never scored wrong. A judge that
+cannot reach a verdict (LLM failure, unclear reply) raises JudgeFailed => failed row, retried.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.config import BenchmarkConfig
+from pipeline.corpus import Corpus
+from pipeline.judges.base import BoundJudge, JudgeContext, JudgeInput, Verdict, dataset_kind, judges_for
+from pipeline.readers.base import LLMClient
+from pipeline.readers.run import answer_units, guarded, rows_by_unit, upstream_error
+from pipeline.records import QuestionRow
+from pipeline.stage import UnitResult, UnitSpec, WorkItem, timed
+from resources.storage import ResultStore
+
+ANSWERS = "answers"
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class JudgmentUnit:
+    system: str
+    reader: str
+    answer_unit: str
+    answer_hash: str
+    judge: BoundJudge
+    spec: UnitSpec
+
+
+def judgment_units(cfg: BenchmarkConfig, dataset: str, llm: LLMClient | None) -> list[JudgmentUnit]:
+    """Every "<system>/<reader>/<judge>" unit of ``dataset`` (from the config alone)."""
+    judges = judges_for(dataset_kind(cfg.dataset(dataset).loader), dataset, cfg, llm)
+    units = []
+    for au in answer_units(cfg, dataset):
+        for judge in judges:
+            spec = UnitSpec(f"{au.spec.unit}/{judge.name}", judge.config_hash(au.spec.config_hash))
+            units.append(JudgmentUnit(au.system, au.reader.name, au.spec.unit, au.spec.config_hash, judge, spec))
+    return units
+
+
+def judgment_payload(unit: JudgmentUnit, verdict: Verdict) -> dict[str, Any]:
+    """One ``judgments`` row's payload (JUDGMENTS_PAYLOAD columns)."""
+    return {
+        "system": unit.system,
+        "reader": unit.reader,
+        "judge": unit.judge.name,
+        "metric": unit.judge.spec.metric,
+        "correct": verdict.correct,
+        "score": verdict.score,
+        "details": json.dumps(verdict.details, sort_keys=True, default=str),
+        "judge_prompt_tokens": verdict.prompt_tokens,
+        "judge_completion_tokens": verdict.completion_tokens,
+        "judge_cache_hit": verdict.cache_hit,
+    }
+
+
+def judge_answer(unit: JudgmentUnit, question: QuestionRow, row: dict[str, Any], llm: LLMClient | None) -> Verdict:
+    """Apply one judge to one ``answers`` row (the judge's own function decides everything)."""
+    inp = JudgeInput(
+        question=question,
+        prediction=row.get("prediction"),
+        predicted_index=row.get("predicted_index"),
+        invalid=bool(row.get("invalid")),
+    )
+    return unit.judge.spec.fn(inp, JudgeContext(llm=llm, params=unit.judge.params))
+
+
+class JudgmentRun:
+    """Judges the pending units of a list of questions; yields each question as it finishes."""
+
+    def __init__(
+        self,
+        store: ResultStore,
+        cfg: BenchmarkConfig,
+        llm: LLMClient | None,
+        *,
+        max_workers: int = 1,
+        log: Log = lambda _msg: None,
+    ) -> None:
+        self.store = store
+        self.cfg = cfg
+        self.llm = llm
+        self.max_workers = max_workers
+        self.log = log
+        self._corpora: dict[str, Corpus] = {}
+        self._units: dict[str, dict[str, JudgmentUnit]] = {}
+
+    def units_for(self, dataset: str) -> list[UnitSpec]:
+        return [u.spec for u in self._dataset_units(dataset).values()]
+
+    def _dataset_units(self, dataset: str) -> dict[str, JudgmentUnit]:
+        if dataset not in self._units:
+            self._units[dataset] = {u.spec.unit: u for u in judgment_units(self.cfg, dataset, self.llm)}
+        return self._units[dataset]
+
+    def corpus(self, dataset: str) -> Corpus:
+        if dataset not in self._corpora:
+            questions = self.store.read_canonical(dataset, "questions")
+            if questions is None:
+                raise FileNotFoundError(f"dataset {dataset!r}: canonical table 'questions' missing")
+            self._corpora[dataset] = Corpus(dataset, {"questions": questions})
+        return self._corpora[dataset]
+
+    def compute(self, items: list[WorkItem]) -> Iterator[tuple[str, list[UnitResult]]]:
+        for dataset in sorted({i.dataset for i in items}):
+            self.corpus(dataset)
+            self._dataset_units(dataset)
+        if self.max_workers <= 1:
+            for item in items:
+                yield item.partition_key, guarded(self.judge_item, item)
+            return
+        with ThreadPoolExecutor(self.max_workers, thread_name_prefix="judgments") as pool:
+            futures = {pool.submit(guarded, self.judge_item, item): item for item in items}
+            for fut in as_completed(futures):
+                yield futures[fut].partition_key, fut.result()
+
+    def judge_item(self, item: WorkItem) -> list[UnitResult]:
+        question = self.corpus(item.dataset).question(item.partition_key)
+        rows = rows_by_unit(self.store.read_partition(ANSWERS, item.partition_key))
+        units = self._dataset_units(item.dataset)
+        return [self.judge_unit(units[s.unit], s, question, rows) for s in item.units]
+
+    def judge_unit(
+        self, unit: JudgmentUnit, spec: UnitSpec, question: QuestionRow, rows: dict[str, dict[str, Any]]
+    ) -> UnitResult:
+        row = rows.get(unit.answer_unit)
+        error = upstream_error(
+            row,
+            unit=unit.answer_unit,
+            expected_hash=unit.answer_hash,
+            prefix="answer",
+            stage=ANSWERS,
+            key=question.partition_key,
+        )
+        if error is not None or row is None:
+            return UnitResult.failed(spec, error or "answer missing")
+        return timed(lambda: judgment_payload(unit, judge_answer(unit, question, row, self.llm)), spec)

@@ -1,0 +1,116 @@
+"""Per (memory system, haystack) ingestion checkpoint: the units so far + how many sessions are done.
+
+Why a file per (system, haystack): ingestion is shared by every question of a haystack (LoCoMo: 10
+haystacks for 1,986 questions), so its progress cannot live in a per-question row. The file holds
+the units added by the completed sessions and, in its Parquet metadata, ``sessions_completed``
+plus what the units depend on (unit config hash, haystack fingerprint); a checkpoint made under
+another config or for a changed haystack is ignored and ingestion starts over. Writes are atomic
+(temp file + rename), so ``kill -9`` leaves the previous checkpoint intact.
+
+Layout: ``<results_dir>/parquet/memory/<system>/<dataset>/<haystack_id>.parquet`` (the id made
+file-safe; a hash suffix keeps two ids that sanitize alike apart).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.memory.base import MemoryUnit
+from pipeline.partitions import sanitize
+from resources.storage import ResultStore, write_parquet_atomic
+
+MEMORY_STAGE_DIR = "memory"
+_META_KEY = b"membench.memory_checkpoint"
+log = logging.getLogger(__name__)
+
+MEMORY_UNIT_SCHEMA = pa.schema(
+    [
+        ("unit_id", pa.string()),
+        ("haystack_id", pa.string()),
+        ("session_key", pa.string()),
+        ("session_position", pa.int64()),
+        ("turn_ids", pa.list_(pa.string())),
+        ("text", pa.string()),
+        ("timestamp", pa.timestamp("us")),
+        ("role", pa.string()),
+        ("kind", pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class CheckpointState:
+    """What the metadata records about an ingestion in progress (or finished)."""
+
+    system: str
+    system_kind: str
+    config_hash: str
+    fingerprint: str  # hash of the haystack's session keys in order
+    sessions_completed: int
+    sessions_total: int
+    ingest_seconds: float  # cumulative over all runs that worked on it
+
+    @property
+    def complete(self) -> bool:
+        return self.sessions_completed >= self.sessions_total
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    state: CheckpointState
+    units: list[MemoryUnit] = field(default_factory=list)
+
+
+def haystack_fingerprint(session_keys: list[str]) -> str:
+    return hashlib.sha256("\n".join(session_keys).encode()).hexdigest()[:16]
+
+
+def file_safe(haystack_id: str) -> str:
+    safe = sanitize(haystack_id)
+    if safe == haystack_id:
+        return safe
+    return f"{safe}-{hashlib.sha256(haystack_id.encode()).hexdigest()[:8]}"
+
+
+def checkpoint_path(store: ResultStore, system: str, dataset: str, haystack_id: str) -> Path:
+    return store.parquet_root / MEMORY_STAGE_DIR / system / dataset / f"{file_safe(haystack_id)}.parquet"
+
+
+def units_to_table(units: list[MemoryUnit]) -> pa.Table:
+    rows: list[dict[str, Any]] = [{**asdict(u), "turn_ids": list(u.turn_ids)} for u in units]
+    return pa.Table.from_pylist(rows, schema=MEMORY_UNIT_SCHEMA)
+
+
+def units_from_table(table: pa.Table) -> list[MemoryUnit]:
+    return [
+        MemoryUnit(**{**r, "turn_ids": tuple(r["turn_ids"] or ())})
+        for r in table.select(MEMORY_UNIT_SCHEMA.names).to_pylist()
+    ]
+
+
+def save(path: Path, checkpoint: Checkpoint) -> None:
+    table = units_to_table(checkpoint.units)
+    meta = {_META_KEY: json.dumps(asdict(checkpoint.state)).encode()}
+    write_parquet_atomic(path, table.replace_schema_metadata(meta))
+
+
+def load(path: Path) -> Checkpoint | None:
+    """The checkpoint at ``path``, or None when absent or unreadable (then ingestion restarts)."""
+    if not path.exists():
+        return None
+    try:
+        table = pq.read_table(path)
+        raw = (table.schema.metadata or {})[_META_KEY]
+        state = CheckpointState(**json.loads(raw))
+        return Checkpoint(state, units_from_table(table))
+    except (OSError, KeyError, TypeError, ValueError, pa.ArrowException) as exc:
+        log.warning("memory checkpoint %s is unreadable (%s); ingestion restarts from session 0", path, exc)
+        return None

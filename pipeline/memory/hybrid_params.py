@@ -1,0 +1,90 @@
+"""Parameters of the ``hybrid`` memory: every channel and stage can be switched in config.
+
+Why one strict schema: an ablation ("hybrid without graph") must be one config change, and a
+misspelt switch must fail the run rather than silently benchmark the full system. Defaults are
+the seed 003 design values (RRF k 60, BM25 k1 1.2 / b 0.75, damping 0.85) plus the choices
+measured on LongMemEval_S by benchmarks/retrieval_lme_s.py (see its docstring).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from pipeline.memory.params import SystemParams
+
+CHANNELS = ("semantic", "bm25", "graph", "temporal")
+
+
+class ChannelSwitches(SystemParams):
+    """Which channels enter the fusion (all on = the full hybrid)."""
+
+    semantic: bool = True
+    bm25: bool = True
+    graph: bool = True
+    temporal: bool = True
+
+    def enabled(self) -> list[str]:
+        return [c for c in CHANNELS if getattr(self, c)]
+
+
+class ChannelWeights(SystemParams):
+    """Per-channel weights inside RRF: fused = sum_c w_c / (rrf_k + rank_c)."""
+
+    semantic: float = Field(1.0, ge=0)
+    bm25: float = Field(1.0, ge=0)
+    graph: float = Field(1.0, ge=0)
+    temporal: float = Field(1.0, ge=0)
+
+    def as_dict(self) -> dict[str, float]:
+        return {c: getattr(self, c) for c in CHANNELS}
+
+
+class HybridParams(SystemParams):
+    """The ``params`` block of a ``kind: hybrid`` memory system."""
+
+    channels: ChannelSwitches = ChannelSwitches()
+    weights: ChannelWeights = ChannelWeights()
+    rrf_k: int = Field(60, ge=0)
+    channel_depth: int | None = Field(100, ge=1)  # ranks of each channel that enter RRF
+    # what a retrieved unit is: a turn, or a whole session (turn scores pooled per session)
+    granularity: Literal["turn", "session"] = "turn"
+    session_pool: Literal["max", "mean", "sum"] = "max"
+    session_bm25: Literal["document", "pool"] = "document"  # BM25 over session text, or pooled
+    # semantic pseudo-relevance feedback (0 turns = off)
+    prf_turns: int = Field(0, ge=0)
+    prf_weight: float = Field(0.5, ge=0)
+    # lexical
+    bm25_k1: float = Field(1.2, gt=0)
+    bm25_b: float = Field(0.75, ge=0, le=1)
+    bm25_stem: bool = True
+    # graph
+    damping: float = Field(0.85, ge=0, le=1)
+    hops: int = Field(2, ge=1, le=5)
+    graph_seeds: int = Field(5, ge=1)
+    knn: int = Field(5, ge=0)
+    knn_min_sim: float = Field(0.5, ge=-1, le=1)
+    entity_weight: float = Field(1.0, ge=0)
+    entity_max_df: float = Field(0.05, gt=0, le=1)
+    temporal_edge_weight: float = Field(0.5, ge=0)
+    # temporal
+    half_life_days: float = Field(30.0, gt=0)
+    temporal_slack_days: float = Field(1.0, ge=0)
+    temporal_order: Literal["relevance", "recency"] = "relevance"  # how in-window units are ranked
+    # rerank (runs only when a cross-encoder path is configured here or in MemoryDeps)
+    rerank: bool = True
+    cross_encoder_path: str | None = None
+    rerank_top_n: int = Field(50, ge=1)
+    rerank_batch_size: int = Field(16, ge=1)
+    rerank_max_length: int = Field(512, ge=16)
+    # output
+    top_k: int = Field(20, ge=1)
+    token_budget: int | None = Field(4000, ge=1)
+    context_order: Literal["time", "rank"] = "time"
+
+    @model_validator(mode="after")
+    def _some_channel(self) -> HybridParams:
+        if not self.channels.enabled():
+            raise ValueError("hybrid: every channel is switched off; enable at least one")
+        return self

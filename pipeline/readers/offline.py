@@ -1,0 +1,177 @@
+"""``offline``: a deterministic, API-free reader built on the embedding model (the default reader).
+
+Why it exists: the whole pipeline must produce answers and scores without an LLM endpoint (CI,
+laptops, a first look at retrieval quality). Every answer it writes is labelled ``offline``.
+
+Multiple choice: each option is scored as ``max_j cos(enc(question + " " + option), enc(unit_j))``
+over the retrieved units (a cross-encoder's score of the same pairs when ``cross_encoder_path``
+is set); the argmax wins, ties going to the lowest index. With nothing retrieved the options
+are scored against the question itself (still deterministic; ``context_tokens`` = 0 shows it).
+
+Free form: the retrieved units are split into lines and sentences ("spans"); the answer is the
+span most similar to the question, ranked by ``(cosine rounded to 3 decimals, number of shared
+question keywords, retrieval order)``, i.e. lexical overlap breaks near-ties. A span is embedded
+with its speaker ("Caroline: ...") but returned without it. For "when ..." questions the date of
+the span's session is appended in parentheses, since the answer to those is a date. When the best
+cosine is below ``abstain_below`` (default 0.30; MiniLM cosines of a question and an unrelated
+sentence are mostly below that) or nothing was retrieved, the reader abstains with the same
+sentence the LLM reader is told to use ("No information available.").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from pipeline.config import BenchmarkConfig
+from pipeline.judges.text import keywords
+from pipeline.memory.base import Encoder, RetrievedUnit
+from pipeline.readers.base import (
+    LABEL_OFFLINE,
+    READERS,
+    Answer,
+    ReaderConfigError,
+    ReaderDeps,
+    ReaderParams,
+    ReadInput,
+    is_multiple_choice,
+    parse_params,
+)
+from pipeline.readers.prompts import ABSTENTION_ANSWER
+
+KIND = "offline"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SPEAKER = re.compile(r"^([^:\n]{1,40}):\s+(.*)$")
+_WHEN = re.compile(r"^\s*(when|what (date|day|month|year|time))\b", re.IGNORECASE)
+
+
+class OfflineReaderParams(ReaderParams):
+    abstain_below: float = Field(default=0.30, ge=-1.0, le=1.0)
+    cross_encoder_path: str | None = None  # local folder of a sentence-transformers CrossEncoder
+    max_spans: int = Field(default=400, gt=0)  # cap on sentences scored per question
+
+
+@dataclass(frozen=True)
+class Span:
+    """A sentence of a retrieved unit: ``text`` is returned, ``embed_text`` (with speaker) scored."""
+
+    text: str
+    embed_text: str
+    session_key: str
+    order: int
+
+
+def unit_spans(units: tuple[RetrievedUnit, ...], limit: int) -> list[Span]:
+    """Sentences of the units in retrieval order, deduplicated, at most ``limit``."""
+    spans: list[Span] = []
+    seen: set[str] = set()
+    for unit in sorted(units, key=lambda u: u.rank):
+        for line in unit.text.splitlines():
+            match = _SPEAKER.match(line.strip())
+            speaker, body = (match.group(1), match.group(2)) if match else ("", line.strip())
+            for sentence in _SENTENCE_END.split(body):
+                sentence = sentence.strip()
+                if not re.search(r"\w", sentence) or sentence in seen:
+                    continue
+                seen.add(sentence)
+                embed = f"{speaker}: {sentence}" if speaker else sentence
+                spans.append(Span(sentence, embed, unit.session_key, len(spans)))
+                if len(spans) >= limit:
+                    return spans
+    return spans
+
+
+def best_span(question: str, spans: list[Span], sims: np.ndarray) -> tuple[Span, float]:
+    """The span ranked first by (cosine rounded to 3 decimals, shared keywords, earliest)."""
+    q_words = set(keywords(question))
+
+    def key(i: int) -> tuple[float, int, int]:
+        overlap = len(q_words & set(keywords(spans[i].embed_text)))
+        return (-round(float(sims[i]), 3), -overlap, spans[i].order)
+
+    i = min(range(len(spans)), key=key)
+    return spans[i], float(sims[i])
+
+
+@READERS.register(KIND)
+class OfflineReader:
+    kind = KIND
+    label = LABEL_OFFLINE
+    uses_encoder = True
+    uses_llm = False
+    thread_safe = False  # one torch model and one embedding cache: calls are serialised
+
+    def __init__(self, params: dict[str, Any], deps: ReaderDeps) -> None:
+        self.params = parse_params(OfflineReaderParams, params, KIND)
+        if deps.encoder is None:
+            raise ReaderConfigError("reader kind 'offline' needs an embedding encoder; none was given")
+        path = self.params.cross_encoder_path
+        if path is not None and not Path(path).is_dir():
+            raise ReaderConfigError(f"reader kind 'offline': cross_encoder_path {path!r} is not a folder")
+        self.encoder: Encoder = deps.encoder
+        self._cross: Any = None
+
+    @classmethod
+    def identity(cls, params: Mapping[str, Any], cfg: BenchmarkConfig) -> str:
+        emb = cfg.embeddings  # the vectors depend on model, backend (fp32/bf16/int8) and truncation
+        return f"{emb.model}|{emb.backend}|{emb.max_seq_length}|cross={params.get('cross_encoder_path')}"
+
+    def model_id(self) -> str:
+        """The ``model`` column: the encoder (and cross-encoder) that produced the answer."""
+        cross = f"+cross:{self.params.cross_encoder_path}" if self.params.cross_encoder_path else ""
+        return f"{self.encoder.model_name}{cross}"
+
+    def answer(self, item: ReadInput) -> Answer:
+        if is_multiple_choice(item.question):
+            return self._multiple_choice(item)
+        return self._free_form(item)
+
+    # ---- multiple choice -----------------------------------------------------------------
+    def _multiple_choice(self, item: ReadInput) -> Answer:
+        q = item.question
+        assert q.choices is not None
+        queries = [f"{q.question} {choice}" for choice in q.choices]
+        support = [u.text for u in item.retrieval.units] or [q.question]
+        scores = self._pair_scores(queries, support).max(axis=1)
+        index = int(np.argmax(scores))  # first maximum: ties go to the lowest index
+        return Answer(q.choices[index], index, False, self.model_id(), cost_usd=0.0)
+
+    def _pair_scores(self, queries: list[str], support: list[str]) -> np.ndarray:
+        """(len(queries), len(support)) relevance: cross-encoder if configured, else cosine."""
+        if self.params.cross_encoder_path:
+            pairs = [(qtext, s) for qtext in queries for s in support]
+            flat = np.asarray(self._cross_encoder().predict(pairs), dtype=np.float64)
+            return flat.reshape(len(queries), len(support))
+        vecs = self.encoder.encode([*queries, *support])  # one call: one cache lookup / shard write
+        qv, sv = vecs[: len(queries)], vecs[len(queries) :]
+        return np.asarray(qv @ sv.T, dtype=np.float64)
+
+    def _cross_encoder(self) -> Any:
+        if self._cross is None:
+            from sentence_transformers import CrossEncoder
+
+            self._cross = CrossEncoder(self.params.cross_encoder_path, device="cpu", local_files_only=True)
+        return self._cross
+
+    # ---- free form -----------------------------------------------------------------------
+    def _free_form(self, item: ReadInput) -> Answer:
+        q = item.question
+        spans = unit_spans(item.retrieval.units, self.params.max_spans)
+        if not spans:
+            return Answer(ABSTENTION_ANSWER, None, False, self.model_id(), cost_usd=0.0)
+        vecs = self.encoder.encode([q.question, *(s.embed_text for s in spans)])
+        sims = np.asarray(vecs[1:] @ vecs[0], dtype=np.float64)
+        span, sim = best_span(q.question, spans, sims)
+        if sim < self.params.abstain_below:
+            return Answer(ABSTENTION_ANSWER, None, False, self.model_id(), cost_usd=0.0)
+        text = span.text
+        date = item.session_dates.get(span.session_key)
+        if date and _WHEN.match(q.question):
+            text = f"{text} ({date})"
+        return Answer(text, None, False, self.model_id(), cost_usd=0.0)

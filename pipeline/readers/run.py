@@ -1,0 +1,256 @@
+"""The answers stage without Dagster: units, per-question answering, bounded concurrency.
+
+Why here and not in the asset: the rules (which (system, reader) pairs exist, what an upstream
+failure becomes, how an answer row looks) must be testable without a Dagster run;
+``assets/answers.py`` only wires resources to ``AnswerRun``.
+
+Units: ``"<system>/<reader>"`` for every memory system configured for the dataset x every reader
+configured for it (default: one ``offline`` reader). The unit hash covers the system's unit hash
+(its params, embedding/LLM models), the reader's params and its identity (model, prompt hash).
+An answer needs its system's ``retrievals`` row for the question: missing, failed or stale (another
+config hash) => the answer unit fails with "upstream retrieval ...", never an empty-context answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.config import BenchmarkConfig, ComponentConfig
+from pipeline.corpus import Corpus
+from pipeline.memory.systems import system_specs
+from pipeline.readers.base import (
+    Answer,
+    Reader,
+    ReaderConfigError,
+    ReaderDeps,
+    ReadInput,
+    build_reader,
+    load_readers,
+    retrieval_from_row,
+)
+from pipeline.records import QuestionRow
+from pipeline.stage import STATUS_OK, UnitResult, UnitSpec, WorkItem, timed
+from resources.storage import ResultStore
+
+DEFAULT_READERS: tuple[ComponentConfig, ...] = (ComponentConfig(name="offline", kind="offline"),)
+RETRIEVALS = "retrievals"
+Log = Callable[[str], None]
+
+
+def configured_readers(cfg: BenchmarkConfig, dataset: str | None = None) -> list[ComponentConfig]:
+    """The run's readers (``readers:`` or the default offline reader), optionally for one dataset."""
+    readers = cfg.readers or DEFAULT_READERS
+    return [r for r in readers if dataset is None or r.applies_to(dataset)]
+
+
+def reader_class(rc: ComponentConfig) -> type[Reader]:
+    return load_readers().get(rc.kind)
+
+
+@dataclass(frozen=True)
+class AnswerUnit:
+    """One (memory system, reader) pair for a dataset, with the hashes that identify it."""
+
+    system: str
+    system_hash: str
+    reader: ComponentConfig
+    spec: UnitSpec
+
+
+def _hash(parts: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def answer_units(cfg: BenchmarkConfig, dataset: str) -> list[AnswerUnit]:
+    """Every "<system>/<reader>" unit of ``dataset`` (computed from the config alone)."""
+    units = []
+    for system in system_specs(cfg, dataset):
+        for rc in configured_readers(cfg, dataset):
+            identity = reader_class(rc).identity(rc.params, cfg)
+            h = _hash({"system": system.unit_hash, "reader": rc.config_hash(), "identity": identity})
+            units.append(AnswerUnit(system.name, system.unit_hash, rc, UnitSpec(f"{system.name}/{rc.name}", h)))
+    return units
+
+
+def build_readers(cfg: BenchmarkConfig, deps: ReaderDeps) -> dict[str, Reader]:
+    """Instantiate every configured reader once: a bad config fails the run at its start."""
+    readers = {}
+    for rc in configured_readers(cfg):
+        try:
+            readers[rc.name] = build_reader(rc.kind, rc.params, deps)
+        except Exception as exc:
+            raise ReaderConfigError(f"reader {rc.name!r} (kind {rc.kind!r}): {exc}") from exc
+    return readers
+
+
+def needs(cfg: BenchmarkConfig) -> tuple[bool, bool]:
+    """(needs an encoder, needs an LLM) over the configured readers."""
+    classes = [reader_class(rc) for rc in configured_readers(cfg)]
+    return any(c.uses_encoder for c in classes), any(c.uses_llm for c in classes)
+
+
+def answer_payload(unit: AnswerUnit, reader: Reader, answer: Answer, context_tokens: int) -> dict[str, Any]:
+    """One ``answers`` row's payload (ANSWERS_PAYLOAD columns)."""
+    return {
+        "system": unit.system,
+        "reader": unit.reader.name,
+        "reader_kind": unit.reader.kind,
+        "label": reader.label,
+        "model": answer.model,
+        "prediction": answer.prediction,
+        "predicted_index": answer.predicted_index,
+        "invalid": answer.invalid,
+        "prompt_tokens": answer.prompt_tokens,
+        "completion_tokens": answer.completion_tokens,
+        "latency_s": answer.latency_s,
+        "cache_hit": answer.cache_hit,
+        "cost_usd": answer.cost_usd,
+        "context_tokens": context_tokens,
+    }
+
+
+def rows_by_unit(table: pa.Table | None) -> dict[str, dict[str, Any]]:
+    """A stage partition's rows keyed by unit (empty when the partition file does not exist)."""
+    return {} if table is None else {r["unit"]: r for r in table.to_pylist()}
+
+
+def upstream_error(
+    row: dict[str, Any] | None, *, unit: str, expected_hash: str, prefix: str, stage: str, key: str
+) -> str | None:
+    """Why an upstream row cannot be used (missing, failed, stale), or None when it is usable.
+
+    ``prefix`` starts the message ("upstream retrieval", "answer"): "<prefix> failed: <error>".
+    """
+    if row is None:
+        return f"{prefix} missing: no {unit!r} row in {stage} for {key}"
+    if row["status"] != STATUS_OK:
+        return f"{prefix} failed: {row['error']}"
+    if row["config_hash"] != expected_hash:
+        return (
+            f"{prefix} stale: {unit!r} row in {stage} has config hash {row['config_hash']}, "
+            f"the current config expects {expected_hash}; materialize {stage} again"
+        )
+    return None
+
+
+class AnswerRun:
+    """Answers the pending units of a list of questions; yields each question as it finishes."""
+
+    def __init__(
+        self,
+        store: ResultStore,
+        cfg: BenchmarkConfig,
+        readers: dict[str, Reader],
+        *,
+        max_workers: int = 1,
+        log: Log = lambda _msg: None,
+    ) -> None:
+        self.store = store
+        self.cfg = cfg
+        self.readers = readers
+        self.max_workers = max_workers
+        self.log = log
+        self._corpora: dict[str, Corpus] = {}
+        self._units: dict[str, dict[str, AnswerUnit]] = {}
+        self._locks = {name: threading.Lock() for name, r in readers.items() if not r.thread_safe}
+
+    def units_for(self, dataset: str) -> list[UnitSpec]:
+        return [u.spec for u in self._dataset_units(dataset).values()]
+
+    def _dataset_units(self, dataset: str) -> dict[str, AnswerUnit]:
+        if dataset not in self._units:
+            self._units[dataset] = {u.spec.unit: u for u in answer_units(self.cfg, dataset)}
+        return self._units[dataset]
+
+    def corpus(self, dataset: str) -> Corpus:
+        """Questions and sessions only (session dates for the offline reader); loaded once."""
+        if dataset not in self._corpora:
+            tables = {t: self.store.read_canonical(dataset, t) for t in ("questions", "sessions")}
+            missing = [t for t, v in tables.items() if v is None]
+            if missing:
+                raise FileNotFoundError(f"dataset {dataset!r}: canonical table(s) {missing} missing")
+            self._corpora[dataset] = Corpus(dataset, {k: v for k, v in tables.items() if v is not None})
+        return self._corpora[dataset]
+
+    def compute(self, items: list[WorkItem]) -> Iterator[tuple[str, list[UnitResult]]]:
+        for dataset in sorted({i.dataset for i in items}):
+            self.corpus(dataset)  # load before threads start
+            self._dataset_units(dataset)
+        if self.max_workers <= 1:
+            for item in items:
+                yield item.partition_key, guarded(self.answer_item, item)
+            return
+        with ThreadPoolExecutor(self.max_workers, thread_name_prefix="answers") as pool:
+            futures = {pool.submit(guarded, self.answer_item, item): item for item in items}
+            for fut in as_completed(futures):
+                yield futures[fut].partition_key, fut.result()
+
+    def answer_item(self, item: WorkItem) -> list[UnitResult]:
+        corpus = self.corpus(item.dataset)
+        question = corpus.question(item.partition_key)
+        rows = rows_by_unit(self.store.read_partition(RETRIEVALS, item.partition_key))
+        units = self._dataset_units(item.dataset)
+        return [self.answer_unit(units[s.unit], s, question, rows, corpus) for s in item.units]
+
+    def answer_unit(
+        self,
+        unit: AnswerUnit,
+        spec: UnitSpec,
+        question: QuestionRow,
+        rows: dict[str, dict[str, Any]],
+        corpus: Corpus,
+    ) -> UnitResult:
+        row = rows.get(unit.system)
+        error = upstream_error(
+            row,
+            unit=unit.system,
+            expected_hash=unit.system_hash,
+            prefix="upstream retrieval",
+            stage=RETRIEVALS,
+            key=question.partition_key,
+        )
+        if error is not None or row is None:
+            return UnitResult.failed(spec, error or "upstream retrieval missing")
+        retrieval = retrieval_from_row(row)
+        dates = session_dates(corpus, [u.session_key for u in retrieval.units])
+        reader = self.readers[unit.reader.name]
+        lock = self._locks.get(unit.reader.name) or nullcontext()
+
+        def run() -> dict[str, Any]:
+            with lock:
+                start = time.monotonic()
+                answer = reader.answer(ReadInput(question, retrieval, dates))
+                if answer.latency_s is None:  # offline readers: the time spent answering
+                    answer = replace(answer, latency_s=time.monotonic() - start)
+            return answer_payload(unit, reader, answer, retrieval.context_tokens)
+
+        return timed(run, spec)
+
+
+def session_dates(corpus: Corpus, session_keys: list[str]) -> dict[str, str | None]:
+    """session_key -> raw session date, for the keys the corpus knows."""
+    dates: dict[str, str | None] = {}
+    for key in session_keys:
+        try:
+            dates[key] = corpus.session(key).datetime_raw
+        except KeyError:
+            continue
+    return dates
+
+
+def guarded(fn: Callable[[WorkItem], list[UnitResult]], item: WorkItem) -> list[UnitResult]:
+    """``fn(item)``; an unexpected error fails that question's units only (the others go on)."""
+    try:
+        return fn(item)
+    except Exception as exc:
+        return [UnitResult.failed(u, f"{type(exc).__name__}: {exc}") for u in item.units]

@@ -1,0 +1,116 @@
+"""Collect the report from the catalog views and write results.json and report.html.
+
+Why read the views (not recompute in Python): the views are what a user queries in DuckDB; the
+files rendered here are snapshots of exactly those numbers, so the three never disagree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+import pipeline.report.views  # noqa: F401 - registers the report view creators
+from pipeline.catalog_views import create_report_views
+from pipeline.report.definitions import REPORT_DEFINITIONS, judge_metric_definitions
+from pipeline.report.sql import query_rows, view_names
+from resources.storage import ResultStore
+
+RESULTS_JSON = "results.json"
+REPORT_HTML = "report.html"
+EXAMPLE_SQL = (
+    "SELECT dataset, system, reader, metric, round(headline_value, 3) AS value, wilson_low, wilson_high, "
+    "n_scored, n_failed_answer, n_failed_judgment FROM accuracy_report ORDER BY dataset, metric, value DESC"
+)
+
+# section of the report -> the view it is read from
+SECTIONS: dict[str, str] = {
+    "accuracy": "accuracy_report",
+    "accuracy_by_type": "accuracy_by_type",
+    "paired_comparisons": "paired_comparisons",
+    "mc_confusion": "mc_confusion",
+    "retrieval": "retrieval_report",
+}
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the report shows: rows of each view plus definitions and provenance."""
+
+    generated_at: str
+    results_dir: str
+    catalog: str
+    example_sql: str
+    sections: dict[str, list[dict[str, Any]]]
+    definitions: dict[str, str]
+    judge_metrics: dict[str, str]
+    datasets: list[str] = field(default_factory=list)
+
+    def rows(self, section: str) -> list[dict[str, Any]]:
+        return self.sections.get(section, [])
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe value: NaN/inf -> None, Decimal/numpy scalars -> float/int."""
+    if value is None or isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "item"):
+        return _clean(value.item())
+    try:
+        return _clean(float(value))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _fetch(con: duckdb.DuckDBPyConnection, view: str, present: set[str]) -> list[dict[str, Any]]:
+    if view not in present:
+        return []
+    rows = query_rows(con, f'SELECT * FROM "{view}"')
+    return [{k: _clean(v) for k, v in r.items()} for r in rows]
+
+
+def collect(store: ResultStore) -> ReportData:
+    """Read every report view (in-memory connection: never blocked by a user holding the catalog)."""
+    with store.connect() as con:
+        create_report_views(con)
+        present = view_names(con)
+        sections = {name: _fetch(con, view, present) for name, view in SECTIONS.items()}
+        datasets = (
+            [r[0] for r in con.execute("SELECT DISTINCT dataset FROM questions ORDER BY 1").fetchall()]
+            if "questions" in present
+            else []
+        )
+    return ReportData(
+        generated_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        results_dir=str(store.root),
+        catalog=str(store.catalog_path),
+        example_sql=EXAMPLE_SQL,
+        sections=sections,
+        definitions=dict(REPORT_DEFINITIONS),
+        judge_metrics=judge_metric_definitions(),
+        datasets=datasets,
+    )
+
+
+def write_json(data: ReportData, path: Path) -> Path:
+    """results.json: the report's rows and definitions (strict JSON: no NaN)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(asdict(data), indent=1, allow_nan=False, sort_keys=False))
+    tmp.replace(path)
+    return path
+
+
+def write_html(html: str, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,66 @@
+"""One-line definitions of every number the reports show (named in results.json and report.html).
+
+Why a single table: a reader of the HTML report must be able to tell exactly what "accuracy" or
+"recall_any@10" means without opening the code; tests check every report column is defined here.
+"""
+
+from __future__ import annotations
+
+from pipeline.metrics.retrieval import METRIC_DEFINITIONS as RETRIEVAL_DEFINITIONS
+from pipeline.metrics.stats import P95, PERCENTILE_METHOD, Z_95
+
+OFFLINE_LABEL = "offline (no LLM)"
+
+REPORT_DEFINITIONS: dict[str, str] = {
+    "accuracy": (
+        "n_correct / n_scored. Scored = judgment ok with a verdict; failed answers, failed judgments and "
+        "excluded questions are NOT in the denominator (never counted as wrong); invalid MC replies are "
+        "scored wrong and also counted in n_invalid."
+    ),
+    "wilson_95": f"Wilson score interval for accuracy, z = {Z_95:.6f} (two-sided 95 %).",
+    "mean_score": "mean of the judge's score over scored questions (e.g. token F1 for locomo_f1).",
+    "headline_value": "accuracy, or mean_score for judge metrics whose aggregate is mean_score (locomo_f1).",
+    "n_failed_answer": "questions whose answer failed (reader error); reported apart, retried next run.",
+    "n_failed_judgment": "questions whose answer is fine but whose judgment failed; reported apart.",
+    "n_invalid": "scored multiple-choice replies that could not be parsed to an option (scored wrong).",
+    "n_excluded": "judgments where the judge metric does not apply to the question (verdict null).",
+    "n_missing": "questions of the dataset without a judgment row for this system/reader/judge yet.",
+    "latency_p50_s / latency_p95_s": (
+        f"reader latency percentiles (method '{PERCENTILE_METHOD}', = DuckDB quantile_cont) over ok answers "
+        "that were not LLM-cache hits."
+    ),
+    "retrieval_latency_p50_s / p95_s": (
+        f"memory retrieval latency percentiles (method '{PERCENTILE_METHOD}') over retrievals with a latency; "
+        f"p95 = quantile {P95}."
+    ),
+    "mean_prompt_tokens / mean_completion_tokens": "mean LLM-reported tokens per ok answer (0 for offline readers).",
+    "mean_context_tokens": "mean tokens (pinned regex_word_punct count) of the memory context given to the reader.",
+    "cost_per_question_usd": (
+        "mean cost_usd over ok answers with a known price (configs/prices.yaml); n_cost_unknown counts unpriced."
+    ),
+    "mcnemar_p": (
+        "exact two-sided McNemar p-value on the questions both systems scored: "
+        "min(1, 2 * P(X <= min(b, c))), X ~ Binomial(b + c, 1/2), b/c = discordant pairs; 1 when b + c = 0."
+    ),
+    "retr_<level>_<metric>": "a retrieval metric (below) averaged over the system's scored questions at that level.",
+    **RETRIEVAL_DEFINITIONS,
+    "retrieval exclusions": (
+        "LongMemEval abstention questions (id ends in _abs) and questions without gold units at the level are "
+        "excluded and counted (n_excluded_abstention, n_excluded_no_gold); LongMemEval gold = user turns with "
+        "has_answer in answer sessions, and answer sessions holding such a turn."
+    ),
+}
+
+
+def judge_metric_definitions() -> dict[str, str]:
+    """Pinned judge metric -> its registered description (empty when judges cannot be imported)."""
+    try:
+        from pipeline.judges.base import metric_info
+    except ImportError:
+        return {}
+    return {name: f"{v['description']} (aggregate: {v['aggregate']})" for name, v in metric_info().items()}
+
+
+def reader_display(reader: str, label: str | None) -> str:
+    """Reader name as shown in reports; offline readers are marked so nobody mistakes them for an LLM."""
+    return f"{reader} [{OFFLINE_LABEL}]" if label == "offline" else reader

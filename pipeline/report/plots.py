@@ -1,0 +1,114 @@
+"""Report plots as base64 PNG (matplotlib, Agg backend), so report.html is one self-contained file.
+
+Why PNG inline rather than an interactive JS chart: the report must open from a file, offline,
+in any browser, years later; a few static plots with error bars say what matters.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from pipeline.metrics.retrieval import K_VALUES, metric_column
+from pipeline.report.definitions import reader_display
+
+Row = dict[str, Any]
+
+
+def to_base64_png(fig: Figure) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def series_label(row: Row) -> str:
+    return f"{row['system']} / {reader_display(row['reader'], row.get('reader_label'))}"
+
+
+def type_label(row: Row) -> str:
+    raw, name = str(row["type_raw"]), str(row["type_name"])
+    return name if raw == name else f"{name} ({raw})"
+
+
+def _yerr(row: Row) -> tuple[float, float]:
+    """Wilson half-widths below/above the value (none for mean-score metrics)."""
+    value, lo, hi = row.get("headline_value"), row.get("wilson_low"), row.get("wilson_high")
+    if row.get("aggregate") != "accuracy" or value is None or lo is None or hi is None:
+        return 0.0, 0.0
+    return max(0.0, value - lo), max(0.0, hi - value)
+
+
+def accuracy_by_type(rows: Sequence[Row], title: str) -> str:
+    """Grouped bars: one group per question type, one bar per system/reader, Wilson 95 % error bars."""
+    types = sorted({type_label(r) for r in rows})
+    series = sorted({series_label(r) for r in rows})
+    by_key = {(type_label(r), series_label(r)): r for r in rows}
+    width = 0.8 / max(1, len(series))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(types) * max(1, len(series)) ** 0.5 + 2), 4.2))
+    for i, name in enumerate(series):
+        xs, ys, lo, hi = [], [], [], []
+        for j, t in enumerate(types):
+            r = by_key.get((t, name))
+            if r is None or r.get("headline_value") is None:
+                continue
+            below, above = _yerr(r)
+            xs.append(j - 0.4 + width * (i + 0.5))
+            ys.append(r["headline_value"])
+            lo.append(below)
+            hi.append(above)
+        ax.bar(xs, ys, width=width, yerr=[lo, hi], capsize=3, label=name)
+    ax.set_xticks(range(len(types)), types, rotation=20, ha="right")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("value (error bars: Wilson 95 %)")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(axis="y", alpha=0.3)
+    return to_base64_png(fig)
+
+
+def accuracy_vs_context(rows: Sequence[Row], title: str) -> str:
+    """One point per system/reader: mean context tokens (x) vs the metric (y) with Wilson bars."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    for r in rows:
+        x, y = r.get("mean_context_tokens"), r.get("headline_value")
+        if x is None or y is None:
+            continue
+        below, above = _yerr(r)
+        ax.errorbar([x], [y], yerr=[[below], [above]], fmt="o", capsize=3, label=series_label(r))
+        ax.annotate(r["system"], (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    ax.set_xscale("symlog", linthresh=100)
+    ax.set_xlabel("mean context tokens per question (regex_word_punct)")
+    ax.set_ylabel("value (error bars: Wilson 95 %)")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(alpha=0.3)
+    return to_base64_png(fig)
+
+
+def recall_at_k(rows: Sequence[Row], metric: str, title: str) -> str:
+    """A retrieval metric against k (one line per system), all question types pooled."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.0))
+    for r in sorted(rows, key=lambda r: r["system"]):
+        ys = [r.get(metric_column(metric, k)) for k in K_VALUES]
+        pts = [(k, y) for k, y in zip(K_VALUES, ys, strict=True) if y is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{r['system']} (n={r['n_scored']})")
+    ax.set_xscale("log")
+    ax.set_xticks(list(K_VALUES), [str(k) for k in K_VALUES])
+    ax.set_xlabel("k")
+    ax.set_ylabel(f"{metric}@k")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(alpha=0.3)
+    return to_base64_png(fig)

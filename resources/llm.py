@@ -1,0 +1,410 @@
+"""The ``llm`` resource: chat completions against any OpenAI-compatible server, cached and retried.
+
+Why this shape:
+- One code path for OpenAI, DeepSeek, vLLM, Ollama and llama.cpp server: ``chat.completions``
+  through the ``openai`` client with a configurable ``base_url``. The raw body is parsed by
+  pipeline.llm_protocol.parse_completion, tolerantly (servers differ in optional fields) but
+  strictly where it matters: no message text means a failed call, never an empty answer.
+- Retries are ours alone (the client's are disabled): exponential backoff with jitter on 429,
+  408/409, 5xx, timeouts and connection errors, honouring ``Retry-After`` up to a cap. A call that
+  still fails is returned as ``LLMReply(ok=False, error=...)`` so the caller records it as failed
+  (and the next run retries it); transport problems never raise into the caller.
+- Every successful reply is cached by sha256(model, messages, params) (pipeline.llm_cache), so a
+  finished benchmark re-runs with zero requests and without needing the API key.
+- At most ``max_concurrency`` requests are in flight per resource, however many threads call it.
+- The API key is a secret: set it with ``dg.EnvVar`` (or leave it empty and name ``api_key_env``);
+  it is excluded from repr/str, metadata (``describe``), cache keys, cache files and errors.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import dagster as dg
+import openai
+from pydantic import Field, PrivateAttr
+
+from pipeline.config import PROJECT_ROOT, BenchmarkConfig, LLMConfig
+from pipeline.llm_cache import ResponseCache, cache_key
+from pipeline.llm_prices import ModelPrice, cost_usd, load_prices
+from pipeline.llm_protocol import (
+    ChatClient,
+    ChatRequest,
+    Completion,
+    Failure,
+    LLMReply,
+    MalformedReply,
+    Message,
+    backoff_delay,
+    normalise_messages,
+    parse_completion,
+    parse_retry_after,
+    safe_url,
+)
+
+__all__ = [
+    "ChatClient",
+    "ChatRequest",
+    "LLMConfigError",
+    "LLMReply",
+    "LLMResource",
+    "MalformedReply",
+    "backoff_delay",
+    "parse_completion",
+    "parse_retry_after",
+    "safe_url",
+]
+
+DEFAULT_PRICES = "configs/prices.yaml"
+CACHE_SUBDIR = "llm_cache"
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+NO_KEY_PLACEHOLDER = "no-key"  # local servers ignore the key, but the openai client needs one
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+MAX_ERROR_CHARS = 500
+
+log = dg.get_dagster_logger("membench.llm")
+_INIT_LOCK = threading.Lock()
+
+
+class LLMConfigError(ValueError):
+    """The LLM resource cannot be used as configured (e.g. no API key for a remote server)."""
+
+
+# ---- runtime state (not config) ---------------------------------------------------------------
+class _Runtime:
+    """Per-resource state created on first use: cache, prices, concurrency gate, lazy client."""
+
+    def __init__(self, cache: ResponseCache, prices: dict[str, ModelPrice], max_concurrency: int) -> None:
+        self.cache = cache
+        self.prices = prices
+        self.gate = threading.BoundedSemaphore(max_concurrency)
+        self.rng = random.Random()
+        self.client: openai.OpenAI | None = None
+        self.client_lock = threading.Lock()
+
+
+class LLMResource(dg.ConfigurableResource):
+    """An OpenAI-compatible chat endpoint with retries, a concurrency cap, a cache and costs.
+
+    In Dagster: ``LLMResource(base_url=..., model=..., api_key=dg.EnvVar("OPENAI_API_KEY"))``.
+    From a benchmark config: ``LLMResource.from_config(cfg.llm, cache_dir=...)`` or
+    ``LLMResource.from_benchmark(cfg)``. Relative paths resolve against the project root.
+    """
+
+    base_url: str = Field(description="OpenAI-compatible base URL, e.g. https://api.openai.com/v1")
+    model: str = Field(description="Default model name sent in requests (and used for prices)")
+    api_key: str = Field(default="", repr=False, description="Set with dg.EnvVar; never stored")
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY", description="Env var read at call time when api_key is empty"
+    )
+    temperature: float | None = Field(default=0.0, description="None omits it (reasoning models)")
+    max_tokens: int = Field(default=512, ge=1)
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=5, ge=0, description="Retries after the first attempt")
+    max_concurrency: int = Field(default=4, ge=1)
+    cache_dir: str = Field(default="results/llm_cache")
+    prices_path: str = Field(default=DEFAULT_PRICES)
+    backoff_base_s: float = Field(default=1.0, ge=0)
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    retry_after_cap_s: float = Field(default=60.0, ge=0, description="Longest Retry-After honoured")
+
+    _rt: _Runtime | None = PrivateAttr(default=None)
+
+    # ---- construction ----------------------------------------------------------------------
+    @classmethod
+    def from_config(
+        cls, cfg: LLMConfig, *, cache_dir: str | Path, prices_path: str | Path = DEFAULT_PRICES
+    ) -> LLMResource:
+        """A resource for ``cfg``; the key is read from ``$<cfg.api_key_env>`` when first needed."""
+        return cls(
+            base_url=cfg.base_url,
+            model=cfg.model,
+            api_key_env=cfg.api_key_env,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+            timeout_s=cfg.timeout_s,
+            max_retries=cfg.max_retries,
+            max_concurrency=cfg.max_concurrency,
+            cache_dir=str(cache_dir),
+            prices_path=str(prices_path),
+        )
+
+    @classmethod
+    def from_benchmark(cls, cfg: BenchmarkConfig) -> LLMResource:
+        """The run's ``llm`` section, caching under ``<results_dir>/llm_cache``."""
+        if cfg.llm is None:
+            raise LLMConfigError(f"{cfg.source or 'benchmark config'}: no 'llm' section")
+        return cls.from_config(
+            cfg.llm, cache_dir=cfg.resolved_results_dir() / CACHE_SUBDIR, prices_path=cfg.prices_path
+        )
+
+    def describe(self) -> dict[str, str | float | int | None]:
+        """Settings safe for Dagster metadata and logs (no key, URL without credentials)."""
+        return {
+            "llm_base_url": safe_url(self.base_url),
+            "llm_model": self.model,
+            "llm_temperature": self.temperature,
+            "llm_max_tokens": self.max_tokens,
+            "llm_max_retries": self.max_retries,
+            "llm_max_concurrency": self.max_concurrency,
+            "llm_timeout_s": self.timeout_s,
+        }
+
+    def __str__(self) -> str:
+        return f"LLMResource({self.model} @ {safe_url(self.base_url)})"
+
+    # ---- public API ------------------------------------------------------------------------
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> LLMReply:
+        """One chat completion: from the cache, else live with retries. Never raises on transport."""
+        req = ChatRequest(messages, model, temperature, max_tokens, dict(params or {}))
+        return self._run(req)
+
+    def chat_many(self, requests: Sequence[ChatRequest]) -> list[LLMReply]:
+        """Replies to ``requests`` in input order, run concurrently (at most ``max_concurrency``)."""
+        replies: list[LLMReply | None] = [None] * len(requests)
+        for i, reply in self.chat_iter(requests):
+            replies[i] = reply
+        return [r for r in replies if r is not None]
+
+    def chat_iter(self, requests: Sequence[ChatRequest]) -> Iterator[tuple[int, LLMReply]]:
+        """``(index, reply)`` as each request finishes: lets a stage persist results as they come."""
+        if not requests:
+            return
+        with ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="llm") as pool:
+            futures = {pool.submit(self._run, req): i for i, req in enumerate(requests)}
+            for fut in as_completed(futures):
+                yield futures[fut], fut.result()
+
+    def close(self) -> None:
+        rt = self._rt
+        if rt is not None and rt.client is not None:
+            rt.client.close()
+            rt.client = None
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        self.close()
+
+    # ---- internals -------------------------------------------------------------------------
+    def _resolve(self, path: str) -> Path:
+        p = Path(os.path.expandvars(path))
+        return p if p.is_absolute() else PROJECT_ROOT / p
+
+    def _runtime(self) -> _Runtime:
+        if self._rt is None:
+            with _INIT_LOCK:
+                if self._rt is None:
+                    prices = load_prices(self._resolve(self.prices_path))
+                    cache = ResponseCache(self._resolve(self.cache_dir))
+                    self._rt = _Runtime(cache, prices, self.max_concurrency)
+        return self._rt
+
+    def _secret(self) -> str:
+        """The key: ``api_key`` (EnvVar-resolved) or ``$api_key_env``; a placeholder for local servers."""
+        key = self.api_key or os.environ.get(self.api_key_env, "")
+        if key:
+            return key
+        if urlsplit(self.base_url).hostname in LOCAL_HOSTS:
+            return NO_KEY_PLACEHOLDER
+        raise LLMConfigError(
+            f"no API key for {safe_url(self.base_url)}: set ${self.api_key_env} "
+            "(or the resource's api_key with dg.EnvVar)"
+        )
+
+    def _client(self, rt: _Runtime) -> openai.OpenAI:
+        with rt.client_lock:
+            if rt.client is None:
+                rt.client = openai.OpenAI(
+                    base_url=self.base_url,
+                    api_key=self._secret(),
+                    timeout=self.timeout_s,
+                    max_retries=0,  # our retry loop is the only one (counts, backoff, Retry-After)
+                )
+            return rt.client
+
+    def _request_params(self, req: ChatRequest) -> dict[str, Any]:
+        """Every knob that shapes the reply: the cache key hashes exactly this."""
+        params: dict[str, Any] = {
+            "temperature": self.temperature if req.temperature is None else req.temperature,
+            "max_tokens": self.max_tokens if req.max_tokens is None else req.max_tokens,
+        }
+        clash = sorted(set(req.params) & {*params, "model", "messages", "stream", "n"})
+        if clash:
+            raise ValueError(f"params {clash} must be set via chat() arguments (or are unsupported)")
+        return {**params, **req.params}
+
+    def _run(self, req: ChatRequest) -> LLMReply:
+        rt = self._runtime()
+        model = req.model or self.model
+        messages = normalise_messages(req.messages)
+        params = self._request_params(req)
+        key = cache_key(model, messages, params)
+        with rt.cache.locked(key):
+            cached = rt.cache.get(key)
+            if cached is not None:
+                return self._from_cache(rt, model, key, cached)
+            return self._call_live(rt, model, messages, params, key)
+
+    def _from_cache(self, rt: _Runtime, model: str, key: str, payload: dict[str, Any]) -> LLMReply:
+        pt, ct = payload.get("prompt_tokens"), payload.get("completion_tokens")
+        return LLMReply(
+            text=payload["text"],
+            ok=True,
+            error=None,
+            prompt_tokens=pt,
+            completion_tokens=ct,
+            latency_s=float(payload.get("latency_s", 0.0)),
+            cache_hit=True,
+            attempts=0,
+            cost_usd=cost_usd(model, pt, ct, rt.prices),
+            model=model,
+            cache_key=key,
+            finish_reason=payload.get("finish_reason"),
+        )
+
+    def _call_live(
+        self, rt: _Runtime, model: str, messages: list[dict[str, Any]], params: dict[str, Any], key: str
+    ) -> LLMReply:
+        start = time.monotonic()
+        attempts = 0
+        while True:
+            attempts += 1
+            outcome = self._attempt(rt, model, messages, params)
+            if isinstance(outcome, Completion):
+                latency = time.monotonic() - start
+                self._store(rt, key, model, messages, params, outcome, latency)
+                return self._ok_reply(rt, model, key, outcome, latency, attempts)
+            if not outcome.retryable or attempts > self.max_retries:
+                return self._failed_reply(model, key, outcome, time.monotonic() - start, attempts)
+            delay = self._retry_delay(rt, attempts, outcome.retry_after_s)
+            log.warning(
+                "LLM call to %s failed (attempt %d/%d: %s); retrying in %.2fs",
+                model,
+                attempts,
+                self.max_retries + 1,
+                outcome.error,
+                delay,
+            )
+            time.sleep(delay)
+
+    def _retry_delay(self, rt: _Runtime, attempt: int, retry_after_s: float | None) -> float:
+        if retry_after_s is not None:
+            return min(retry_after_s, self.retry_after_cap_s)
+        return backoff_delay(attempt, self.backoff_base_s, self.backoff_max_s, rt.rng)
+
+    def _attempt(
+        self, rt: _Runtime, model: str, messages: list[dict[str, Any]], params: dict[str, Any]
+    ) -> Completion | Failure:
+        """One HTTP request (inside the concurrency gate) -> a parsed completion or a failure."""
+        client = self._client(rt)
+        standard = {k: params[k] for k in ("temperature", "max_tokens")}
+        extra = {k: v for k, v in params.items() if k not in standard}
+        if standard["temperature"] is not None:
+            extra["temperature"] = standard["temperature"]
+        extra[self.max_tokens_param] = standard["max_tokens"]
+        with rt.gate:
+            try:
+                raw = client.chat.completions.with_raw_response.create(
+                    model=model, messages=messages, extra_body=extra
+                )
+                body = raw.text
+            except openai.APIStatusError as exc:
+                return self._status_failure(exc)
+            except openai.APITimeoutError:
+                return Failure(f"timeout: no reply within {self.timeout_s}s", retryable=True)
+            except openai.APIConnectionError as exc:
+                return Failure(self._clean(f"connection error: {exc.__cause__ or exc}"), retryable=True)
+            except openai.OpenAIError as exc:
+                return Failure(self._clean(f"{type(exc).__name__}: {exc}"), retryable=False)
+        try:
+            return parse_completion(body)
+        except MalformedReply as exc:
+            return Failure(self._clean(f"malformed reply: {exc}"), retryable=False)
+
+    def _status_failure(self, exc: openai.APIStatusError) -> Failure:
+        status = exc.status_code
+        retryable = status in RETRYABLE_STATUS or status >= 500
+        retry_after = parse_retry_after(exc.response.headers.get("retry-after")) if retryable else None
+        return Failure(self._clean(f"HTTP {status}: {exc.message}"), retryable, retry_after)
+
+    def _clean(self, text: str) -> str:
+        """Bounded error text with any occurrence of the key masked (servers may echo headers)."""
+        key = self.api_key or os.environ.get(self.api_key_env, "")
+        if key:
+            text = text.replace(key, "***")
+        return text[:MAX_ERROR_CHARS]
+
+    def _store(
+        self,
+        rt: _Runtime,
+        key: str,
+        model: str,
+        messages: list[dict[str, Any]],
+        params: dict[str, Any],
+        c: Completion,
+        latency: float,
+    ) -> None:
+        rt.cache.put(
+            key,
+            {
+                "request": {"model": model, "messages": messages, "params": params},
+                "text": c.text,
+                "prompt_tokens": c.prompt_tokens,
+                "completion_tokens": c.completion_tokens,
+                "finish_reason": c.finish_reason,
+                "served_model": c.served_model,
+                "latency_s": latency,
+                "created_at": dt.datetime.now(dt.UTC).isoformat(),
+            },
+        )
+
+    def _ok_reply(
+        self, rt: _Runtime, model: str, key: str, c: Completion, latency: float, attempts: int
+    ) -> LLMReply:
+        return LLMReply(
+            text=c.text,
+            ok=True,
+            error=None,
+            prompt_tokens=c.prompt_tokens,
+            completion_tokens=c.completion_tokens,
+            latency_s=latency,
+            cache_hit=False,
+            attempts=attempts,
+            cost_usd=cost_usd(model, c.prompt_tokens, c.completion_tokens, rt.prices),
+            model=model,
+            cache_key=key,
+            finish_reason=c.finish_reason,
+        )
+
+    def _failed_reply(self, model: str, key: str, f: Failure, latency: float, attempts: int) -> LLMReply:
+        error = f.error if attempts == 1 else f"{f.error} (after {attempts} attempts)"
+        return LLMReply(
+            text=None,
+            ok=False,
+            error=error,
+            prompt_tokens=None,
+            completion_tokens=None,
+            latency_s=latency,
+            cache_hit=False,
+            attempts=attempts,
+            cost_usd=None,
+            model=model,
+            cache_key=key,
+        )

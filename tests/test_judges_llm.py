@@ -1,0 +1,177 @@
+"""LLM judges: official LongMemEval prompts, strict label parsing, failures and the cache.
+
+The judges run through the real LLMResource against the fake OpenAI-compatible server, so the
+request (one user message, temperature 0, max_tokens) and the caching are observed for real.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.judges.base import JudgeContext, JudgeFailed, JudgeInput
+from pipeline.judges.llm_judges import (
+    LOCOMO_ADVERSARIAL_GOLD,
+    get_anscheck_prompt,
+    lme_official_llm_judge,
+    locomo_llm_judge,
+    parse_correct_wrong,
+    parse_yes_no,
+)
+from resources.llm import LLMResource
+from tests.fake_openai_server import FakeOpenAIServer, Fault
+from tests.judge_fixtures import lme, locomo
+
+pytest_plugins = ["tests.llm_fixtures"]  # fixtures: server (fake OpenAI server), llm (LLMResource on it)
+
+# ---- official LongMemEval prompts -------------------------------------------------------------
+DEFAULT_EXPECTED = (
+    "I will give you a question, a correct answer, and a response from a model. Please answer yes "
+    "if the response contains the correct answer. Otherwise, answer no. If the response is "
+    "equivalent to the correct answer or contains all the intermediate steps to get the correct "
+    "answer, you should also answer yes. If the response only contains a subset of the information "
+    "required by the answer, answer no. \n\nQuestion: Q?\n\nCorrect Answer: A\n\nModel Response: R"
+    "\n\nIs the model response correct? Answer yes or no only."
+)
+
+
+@pytest.mark.parametrize("task", ["single-session-user", "single-session-assistant", "multi-session"])
+def test_default_prompt_is_the_official_text(task: str) -> None:
+    assert get_anscheck_prompt(task, "Q?", "A", "R", abstention=False) == DEFAULT_EXPECTED
+
+
+@pytest.mark.parametrize(
+    ("task", "abstention", "must_contain", "must_not_contain"),
+    [
+        ("temporal-reasoning", False, "do not penalize off-by-one errors for the number of days", "Rubric"),
+        ("knowledge-update", False, "along with an updated answer", "off-by-one"),
+        ("single-session-preference", False, "\n\nRubric: A\n\n", "Correct Answer"),
+        # abstention wins over every type, including preference
+        ("single-session-preference", True, "correctly identify the question as unanswerable?", "Rubric"),
+        ("temporal-reasoning", True, "\n\nExplanation: A\n\n", "off-by-one"),
+    ],
+)
+def test_prompt_per_question_type(task: str, abstention: bool, must_contain: str, must_not_contain: str) -> None:
+    prompt = get_anscheck_prompt(task, "Q?", "A", "R", abstention)
+    assert must_contain in prompt
+    assert must_not_contain not in prompt
+    assert prompt.endswith("Answer yes or no only.")
+
+
+def test_unknown_question_type_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown LongMemEval question_type 'trivia'"):
+        get_anscheck_prompt("trivia", "Q", "A", "R", abstention=False)
+
+
+# ---- strict label parsing ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ("yes", True),
+        ("Yes.", True),
+        ("  YES\n", True),
+        ("**Yes**, the response matches.", True),
+        ("no", False),
+        ("No.", False),
+        ("No, the response does not contain it.", False),
+        ("", None),
+        (None, None),
+        ("Maybe", None),
+        ("Yes or no", None),  # both labels: unclear
+        ("No, yes", None),
+        ("The answer is yes", None),  # first word must be the label
+        ("Yesterday", None),
+        ("Nope", None),
+    ],
+)
+def test_parse_yes_no(reply: str | None, label: bool | None) -> None:
+    assert parse_yes_no(reply) is label
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ('{"label": "CORRECT"}', True),
+        ('{"label": "WRONG"}', False),
+        ('The dates match.\n```json\n{"label": "CORRECT"}\n```', True),
+        ('{"label": "correct"}', True),
+        ("CORRECT", True),
+        ("wrong.", False),
+        ("The generated answer names a different city. WRONG", False),
+        ('{"label": "PARTIAL"}', None),
+        ("CORRECT or WRONG", None),
+        ("I am not sure.", None),
+        ("", None),
+        ('{"verdict": "CORRECT"} but also WRONG', None),  # no label key, both words
+    ],
+)
+def test_parse_correct_wrong(reply: str, label: bool | None) -> None:
+    assert parse_correct_wrong(reply) is label
+
+
+# ---- through the LLM resource -----------------------------------------------------------------
+def test_lme_judge_calls_like_the_official_script_and_is_cached(llm: LLMResource, server: FakeOpenAIServer) -> None:
+    server.add_rule("Model Response: You bought it at Target", "Yes.")
+    q = lme("single-session-user", "Target")
+    inp = JudgeInput(q, "You bought it at Target")
+    first = lme_official_llm_judge(inp, JudgeContext(llm=llm))
+    assert first.correct is True and first.score == 1.0
+    assert first.cache_hit is False and first.prompt_tokens and first.completion_tokens == 1
+    assert first.details["judge_model"] == llm.model and first.details["prompt_type"] == "single-session-user"
+    [body] = server.requests
+    assert body["temperature"] == 0.0 and body["max_tokens"] == 10
+    assert [m["role"] for m in body["messages"]] == ["user"]
+    assert body["messages"][0]["content"] == get_anscheck_prompt(
+        "single-session-user", q.question, "Target", "You bought it at Target", abstention=False
+    )
+    again = lme_official_llm_judge(inp, JudgeContext(llm=llm))
+    assert again.cache_hit is True and again.correct is True
+    assert server.request_count == 1  # judgments are cached like answers
+
+
+def test_lme_judge_routes_abs_ids_first(llm: LLMResource, server: FakeOpenAIServer) -> None:
+    server.add_rule("unanswerable", "no")
+    q = lme("single-session-preference", "You did not mention your car", question_id="p_abs")
+    verdict = lme_official_llm_judge(JudgeInput(q, "A Tesla"), JudgeContext(llm=llm))
+    assert verdict.correct is False and verdict.details["prompt_type"] == "abstention"
+    assert "Explanation: You did not mention your car" in server.requests[0]["messages"][0]["content"]
+
+
+def test_lme_judge_unclear_reply_is_a_failed_judgment(llm: LLMResource, server: FakeOpenAIServer) -> None:
+    server.add_rule("Model Response:", "The response is partially right")
+    with pytest.raises(JudgeFailed, match="not a clear yes/no"):
+        lme_official_llm_judge(JudgeInput(lme("multi-session", "3"), "three"), JudgeContext(llm=llm))
+
+
+def test_lme_judge_transport_failure_is_a_failed_judgment(llm: LLMResource, server: FakeOpenAIServer) -> None:
+    server.push_faults(Fault.server_error(503))
+    with pytest.raises(JudgeFailed, match=r"judge LLM call failed.*HTTP 503"):
+        lme_official_llm_judge(JudgeInput(lme("multi-session", "3"), "3"), JudgeContext(llm=llm))
+
+
+def test_judge_model_param_is_sent(llm: LLMResource, server: FakeOpenAIServer) -> None:
+    server.add_rule("Model Response:", "yes")
+    ctx = JudgeContext(llm=llm, params={"model": "gpt-4o-2024-08-06"})
+    verdict = lme_official_llm_judge(JudgeInput(lme("knowledge-update", "Paris"), "Paris"), ctx)
+    assert server.requests[0]["model"] == "gpt-4o-2024-08-06"
+    assert verdict.details["judge_model"] == "gpt-4o-2024-08-06"
+
+
+def test_locomo_llm_judge(llm: LLMResource, server: FakeOpenAIServer) -> None:
+    server.add_rule("Generated answer: adoption agencies", 'Same topic.\n{"label": "CORRECT"}')
+    verdict = locomo_llm_judge(JudgeInput(locomo("4", "Adoption agencies"), "adoption agencies"), JudgeContext(llm=llm))
+    assert verdict.correct is True and verdict.details["gold"] == "Adoption agencies"
+    prompt = server.requests[0]["messages"][0]["content"]
+    assert "Gold answer: Adoption agencies\nGenerated answer: adoption agencies" in prompt
+    assert server.requests[0]["temperature"] == 0.0
+
+
+def test_locomo_llm_judge_adversarial_gold_and_failure(llm: LLMResource, server: FakeOpenAIServer) -> None:
+    server.add_rule("Generated answer: She went to Paris", "CORRECT or WRONG")
+    with pytest.raises(JudgeFailed, match="not a clear CORRECT/WRONG"):
+        locomo_llm_judge(JudgeInput(locomo("5", None), "She went to Paris"), JudgeContext(llm=llm))
+    assert f"Gold answer: {LOCOMO_ADVERSARIAL_GOLD}\n" in server.requests[0]["messages"][0]["content"]
+
+
+def test_llm_judge_without_llm_fails_instead_of_guessing() -> None:
+    with pytest.raises(JudgeFailed, match="needs an LLM"):
+        lme_official_llm_judge(JudgeInput(lme("multi-session", "3"), "3"), JudgeContext(llm=None))
