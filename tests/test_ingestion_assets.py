@@ -9,8 +9,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from assets.ingestion import ingestion
-from assets.retrieval import retrievals
+from assets.per_question import memory
 from pipeline.memory.base import INGESTION_PAYLOAD, RETRIEVALS_PAYLOAD
 from pipeline.partitions import QUESTION_PARTITIONS_NAME
 from pipeline.stage import stage_schema
@@ -44,7 +43,7 @@ def materialize(config: Path, instance: dg.DagsterInstance, key: str) -> dg.Exec
         "embeddings": EmbeddingResource(),
     }
     return dg.materialize(
-        [*UPSTREAM, ingestion, retrievals],
+        [*UPSTREAM, memory],
         partition_key=key,
         resources=resources,
         instance=instance,
