@@ -1,14 +1,14 @@
-"""The per-question stages as two partitioned multi-assets: ``memory`` and ``qa``.
+"""The four per-question stages as ONE partitioned multi-asset, ``per_question``.
 
-Why multi-assets and not one asset per stage: ``dagster job execute -j full_benchmark`` runs
+Why one multi-asset and not one asset per stage: ``dagster job execute -j full_benchmark`` runs
 without a partition key (it processes every question not yet done, in one run), and Dagster
 1.13 cannot look up data-version provenance between two partitioned assets in such a run
-("Cannot access partition_key for a non-partitioned run", raised before the step starts).
-So partitioned assets only ever depend on unpartitioned ones: ingestion and retrievals run in
-order inside ``memory`` (after ``embeddings``), answers and judgments inside ``qa`` (after
-``retrieval_report``). Each stage keeps its own asset key, table, checks and per-question
-partition status, and ``can_subset`` lets the UI or ``dagster asset materialize --select answers
---partition <key>`` run a single stage for a single question.
+("Cannot access partition_key for a non-partitioned run", raised before the step starts). So
+the partitioned stages never depend on each other through Dagster: ingestion, retrievals,
+answers and judgments run in this order inside one step. Each keeps its own asset key, table,
+pandera check and per-question partition status, and ``can_subset`` lets the UI or
+``dagster asset materialize --select answers,judgments --partition <key>`` run just some
+stages for just some questions, always in pipeline order.
 """
 
 from collections.abc import Callable, Iterator
@@ -38,77 +38,53 @@ def _run_selected(
             yield dg.MaterializeResult(asset_key=name, metadata=result.metadata)
 
 
+def _spec(key: str, deps: list[str], description: str) -> dg.AssetSpec:
+    return dg.AssetSpec(key, deps=deps, group_name="per_question", description=description)
+
+
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(
+        _spec(
             "ingestion",
-            deps=["questions", "turns", "embeddings"],
-            group_name="memory",
-            description=(
-                "Memory systems ingest each question's haystack session by session (once per system "
-                "and haystack, resumable at the session where a run stopped); one row per (question, "
-                "system) with sessions_completed / sessions_total / next_session."
-            ),
+            ["questions", "turns", "embeddings"],
+            "Memory systems ingest each question's haystack session by session (once per system and "
+            "haystack, resumable at the session where a run stopped); one row per (question, system) with "
+            "sessions_completed / sessions_total / next_session.",
         ),
-        dg.AssetSpec(
+        _spec(
             "retrievals",
-            deps=["embeddings", "evidence"],
-            group_name="memory",
-            description=(
-                "Per (question, memory system), computed after ingestion in the same step: ranked units "
-                "with channel / fused / rerank scores, the context handed to the reader and its token "
-                "count (regex_word_punct), retrieval latency."
-            ),
+            ["embeddings", "evidence"],
+            "Per (question, memory system), after ingestion: ranked units with channel / fused / rerank "
+            "scores, the context handed to the reader and its token count (regex_word_punct), latency.",
+        ),
+        _spec(
+            "answers",
+            ["questions"],
+            "Per (question, memory system, reader), after retrieval: the reader's answer from the retrieved "
+            "context; label 'offline' (embedding baseline) or 'llm'; MC replies that do not parse are "
+            "invalid (counted apart); tokens, latency, cache hit, cost.",
+        ),
+        _spec(
+            "judgments",
+            ["questions"],
+            "Per (question, system, reader, judge), after answers: correct / score under a pinned metric; "
+            "a failed answer gives a failed judgment, never a wrong one.",
         ),
     ],
     partitions_def=question_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
     can_subset=True,
 )
-def memory(
+def per_question(
     context: AssetExecutionContext, benchmark: BenchmarkResource, embeddings: EmbeddingResource
 ) -> Iterator[dg.MaterializeResult]:
-    """Ingestion, then retrieval, for every pending (question, memory system)."""
+    """Ingestion, retrieval, answers, judgments (the selected ones, in this order) for pending questions."""
     yield from _run_selected(
         context,
         [
             ("ingestion", run_ingestion, (benchmark, embeddings)),
             ("retrievals", run_retrievals, (benchmark, embeddings)),
+            ("answers", run_answers, (benchmark, embeddings)),
+            ("judgments", run_judgments, (benchmark,)),
         ],
-    )
-
-
-@dg.multi_asset(
-    specs=[
-        dg.AssetSpec(
-            "answers",
-            deps=["retrieval_report"],
-            group_name="answers",
-            description=(
-                "Per (question, memory system, reader): the reader's answer from the retrieved context; "
-                "label 'offline' (embedding baseline) or 'llm'; MC replies that do not parse are invalid "
-                "(counted apart); tokens, latency, cache hit, cost."
-            ),
-        ),
-        dg.AssetSpec(
-            "judgments",
-            deps=["questions"],
-            group_name="answers",
-            description=(
-                "Per (question, system, reader, judge), computed after answers in the same step: correct / "
-                "score under a pinned metric; a failed answer gives a failed judgment, never a wrong one."
-            ),
-        ),
-    ],
-    partitions_def=question_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-    can_subset=True,
-)
-def qa(
-    context: AssetExecutionContext, benchmark: BenchmarkResource, embeddings: EmbeddingResource
-) -> Iterator[dg.MaterializeResult]:
-    """Answers, then judgments, for every pending (question, system, reader[, judge])."""
-    yield from _run_selected(
-        context,
-        [("answers", run_answers, (benchmark, embeddings)), ("judgments", run_judgments, (benchmark,))],
     )

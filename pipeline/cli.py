@@ -73,14 +73,17 @@ def cmd_failed(args: argparse.Namespace) -> int:
     for stage, key, err in rows:
         sys.stdout.write(f"{stage}\t{key}\t{(err or '')[:200]}\n")
     keys = sorted({r[1] for r in rows})
-    if keys:
-        sys.stdout.write(
-            "\nre-run them alone (Dagster backfill of these partitions, one run):\n"
-            f"  dagster job backfill -j full_benchmark --partitions {','.join(keys)} --noprompt\n"
-            "or one question: dagster asset materialize --select '*' --partition " + keys[0] + "\n"
-        )
-    else:
+    if not keys:
         sys.stdout.write("no failed questions\n")
+        return 0
+    sys.stdout.write(
+        f"\n{len(keys)} failed question(s). Re-run them:\n"
+        "  all of them (with anything else not done), one run:  dagster job execute -j full_benchmark\n"
+        "  one question:  dagster asset materialize --select 'ingestion,retrievals,answers,judgments' "
+        f"--partition {keys[0]}\n"
+        "  in the UI (dagster dev): asset group per_question > Materialize > partitions: failed/missing "
+        "(a single-run backfill)\n"
+    )
     return 0
 
 

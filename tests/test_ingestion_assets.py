@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from assets.per_question import memory
+from assets.per_question import per_question
 from pipeline.memory.base import INGESTION_PAYLOAD, RETRIEVALS_PAYLOAD
 from pipeline.partitions import QUESTION_PARTITIONS_NAME
 from pipeline.stage import stage_schema
@@ -43,7 +43,8 @@ def materialize(config: Path, instance: dg.DagsterInstance, key: str) -> dg.Exec
         "embeddings": EmbeddingResource(),
     }
     return dg.materialize(
-        [*UPSTREAM, memory],
+        [*UPSTREAM, per_question],
+        selection=["ingestion", "retrievals"],
         partition_key=key,
         resources=resources,
         instance=instance,

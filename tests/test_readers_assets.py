@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from assets.per_question import qa
+from assets.per_question import per_question
 from pipeline.config import load_config
 from pipeline.memory.systems import system_specs
 from pipeline.partitions import QUESTION_PARTITIONS_NAME
@@ -54,8 +54,8 @@ def test_answers_then_judgments_offline(bench: BenchmarkResource, tmp_path: Path
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(QUESTION_PARTITIONS_NAME, ["d__q0", "d__q1"])
         # unpartitioned runs (every question not yet done), one asset after the other
-        assert dg.materialize([qa], selection=["answers"], instance=instance, resources=resources).success
-        result = dg.materialize([qa], selection=["judgments"], instance=instance, resources=resources)
+        assert dg.materialize([per_question], selection=["answers"], instance=instance, resources=resources).success
+        result = dg.materialize([per_question], selection=["judgments"], instance=instance, resources=resources)
         assert result.success
         rows = store.query(
             "SELECT partition_key, unit, status, error, label, prediction FROM answers ORDER BY 1"
@@ -73,7 +73,7 @@ def test_answers_then_judgments_offline(bench: BenchmarkResource, tmp_path: Path
         }
         assert all(r["status"] == "failed" and r["error"].startswith("answer failed:") for r in judged[3:])
         mats = [  # per question + the run's own
-            m for m in result.asset_materializations_for_node("qa") if m.asset_key == dg.AssetKey("judgments")
+            m for m in result.asset_materializations_for_node("per_question") if m.asset_key == dg.AssetKey("judgments")
         ]
         [summary] = [m for m in mats if "judges_unavailable" in m.metadata]
         assert "locomo_llm_judge" in str(summary.metadata["judges_unavailable"].value)
@@ -81,8 +81,14 @@ def test_answers_then_judgments_offline(bench: BenchmarkResource, tmp_path: Path
         assert instance.get_materialized_partitions(dg.AssetKey("answers")) == {"d__q0"}
 
         # a partitioned run of a done question recomputes nothing
-        assert dg.materialize([qa], instance=instance, resources=resources, partition_key="d__q0").success
+        assert dg.materialize(
+            [per_question],
+            selection=["answers", "judgments"],
+            instance=instance,
+            resources=resources,
+            partition_key="d__q0",
+        ).success
         # a second run computes nothing new: every ok unit is kept, failed ones are retried
-        again = dg.materialize([qa], selection=["answers"], instance=instance, resources=resources)
+        again = dg.materialize([per_question], selection=["answers"], instance=instance, resources=resources)
         assert again.success
         assert store.query("SELECT count(*) AS n FROM answers").column("n")[0].as_py() == 2
