@@ -15,7 +15,7 @@ from pipeline.readers.base import ANSWERS_PAYLOAD, LLMClient, ReaderConfigError,
 from pipeline.readers.run import AnswerRun, build_readers, configured_readers, needs
 from pipeline.stage import QuestionStage
 from resources.benchmark import BenchmarkResource
-from resources.embeddings import EmbeddingResource
+from resources.embeddings import EmbeddingResource, embedding_variant
 from resources.llm import LLMResource
 from resources.storage import ResultStore
 
@@ -34,7 +34,7 @@ def answer_run(
     need_encoder, need_llm = needs(cfg)
     encoder = None
     if need_encoder:
-        encoder = LazyEncoder(cfg.embeddings.model, lambda: embeddings.store_encoder(store))
+        encoder = LazyEncoder(embedding_variant(cfg.embeddings), lambda: embeddings.store_encoder(store))
     llm = run_llm(cfg) if need_llm else None
     try:
         readers = build_readers(cfg, ReaderDeps(encoder=encoder, llm=llm))

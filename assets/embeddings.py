@@ -125,6 +125,7 @@ def _metadata(stats: EnsureStats, texts: UnitTexts, resource: EmbeddingResource,
         "truncated_texts": stats.truncated,
         "texts_per_s": round(stats.texts_per_s, 2),
         "embed_seconds": round(stats.seconds, 2),
+        "model_load_seconds": round(stats.model_load_s, 2),
         "units_per_dataset": dg.MetadataValue.json(texts.per_dataset),
         **extra,
     }

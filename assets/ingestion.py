@@ -21,7 +21,7 @@ from pipeline.memory.systems import check_buildable, system_specs, uses_encoder,
 from pipeline.memory.vector import LazyEncoder
 from pipeline.stage import QuestionStage
 from resources.benchmark import BenchmarkResource
-from resources.embeddings import EmbeddingResource
+from resources.embeddings import EmbeddingResource, embedding_variant
 from resources.llm import LLMResource
 from resources.storage import ResultStore
 
@@ -41,7 +41,7 @@ def memory_run(
     need_encoder, need_llm = _needs(cfg)
     encoder = None
     if need_encoder:
-        encoder = LazyEncoder(cfg.embeddings.model, lambda: embeddings.store_encoder(store))
+        encoder = LazyEncoder(embedding_variant(cfg.embeddings), lambda: embeddings.store_encoder(store))
     llm = LLMResource.from_benchmark(cfg) if need_llm and cfg.llm is not None else None
     deps = MemoryDeps(encoder=encoder, llm=llm, log=context.log.info)
     try:

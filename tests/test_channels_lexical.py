@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.memory.channels.lexical import B, K1, BM25Index, tokenize
+from pipeline.memory.channels.lexical import K1, B, BM25Index, tokenize
 
 DOCS = ["apple banana apple", "banana cherry", "cherry cherry cherry durian"]
 

@@ -172,3 +172,14 @@ def test_shard_of_another_model_names_the_file(tmp_path: Path) -> None:
     path.rename(other.directory / path.name)
     with pytest.raises(EmbeddingCacheError, match=rf"{re.escape(path.name)}.*field 'model'"):
         EmbeddingCache(tmp_path, "m2")
+
+
+@pytest.mark.slow  # spawns two processes that each load torch and the model (~30 s on 2 busy cores)
+def test_worker_processes_give_the_same_vectors_in_order(tmp_path: Path) -> None:
+    texts = [*TEXTS, "user: I play the cello on weekends.", "assistant: Which pieces do you play?"]
+    ref = EmbeddingResource(backend="fp32").encoder(tmp_path / "one").encode(texts)
+    spec = EmbeddingResource(backend="fp32", workers=2, num_threads=2).spec()
+    enc = CachedEncoder(spec, tmp_path / "two", chunk_texts=2)  # 3 chunks -> the 2-process pool
+    stats = enc.ensure(texts)
+    assert (stats.embedded, enc._model) == (5, None)  # embedded by the workers, not this process
+    np.testing.assert_allclose(enc.encode(texts), ref, atol=1e-5)

@@ -111,6 +111,7 @@ def test_asset_embeds_once_then_nothing(toy: tuple[Path, ResultStore]) -> None:
     second = dg.materialize([embeddings_asset], resources=resources)
     meta2 = second.asset_materializations_for_node("embeddings")[0].metadata
     assert (meta2["newly_embedded"].value, meta2["already_cached"].value) == (0, 5)
+    assert meta2["model_load_seconds"].value == 0  # a fully cached run never loads the model
 
 
 def test_progress_reporter_logs_lines() -> None:

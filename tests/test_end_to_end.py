@@ -130,3 +130,10 @@ def test_kill_resume_rerun_on_samples(tmp_path: Path) -> None:
         expected = f"{stage}: {n_questions} questions, {n_questions} already done, 0 to compute"
         assert any(expected in line for line in summaries), (stage, summaries)
     assert duckdb.sql(count_vectors).fetchall() == cached  # nothing re-embedded (shards may be compacted)
+
+    membench = str(Path(sys.executable).parent / "membench")
+    shown = subprocess.run([membench, "--config", str(config), "results"], env=env, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert str(results / "report.html") in shown.stdout and "SELECT" in shown.stdout
+    failed = subprocess.run([membench, "--config", str(config), "failed"], env=env, capture_output=True, text=True)
+    assert failed.stdout.strip() == "no failed questions"

@@ -253,3 +253,37 @@ def test_token_budget_trim_is_counted(encoder: CountingEncoder) -> None:
 def test_top_k_limits_units(encoder: CountingEncoder) -> None:
     result = build(encoder, top_k=3).retrieve(ask("Where did my sister move?"))
     assert [u.rank for u in result.units] == [1, 2, 3]
+
+
+def test_bm25_parameters_reach_the_index() -> None:
+    from pipeline.memory.channels.lexical import BM25Index
+
+    q = ask("Which cat did I adopt from the shelter?")
+    texts = [f"{t.role}: {t.text}" for hs in haystack() for t in hs.turns]
+    for k1, b in [(1.2, 0.75), (2.0, 0.3)]:
+        mem = build(None, channels=only("bm25"), bm25_k1=k1, bm25_b=b)
+        result = mem.retrieve(q)
+        expected = BM25Index(texts, k1=k1, b=b).scores(q.question)
+        positions = {t.turn_id: i for i, t in enumerate(t for hs in haystack() for t in hs.turns)}
+        assert [u.bm25 for u in result.units] == pytest.approx([expected[positions[u]] for u in ids(result)])
+        assert ids(result)[0] == CAT
+
+
+def test_session_bm25_scores_whole_session_text() -> None:
+    from pipeline.memory.channels.lexical import BM25Index
+
+    q = ask("Marguerite castle bakery")  # the two Marguerite turns sit in different sessions
+    result = build(None, channels=only("bm25"), granularity="session").retrieve(q)
+    docs = ["\n".join(f"{t.role}: {t.text}" for t in hs.turns) for hs in haystack()]
+    expected = BM25Index(docs).scores(q.question)
+    assert [u.bm25 for u in result.units] == pytest.approx([expected[int(u.unit_id[1:])] for u in result.units])
+    # both sessions match two of the three terms, equally rare; h1 is the shorter document
+    assert ids(result) == ["h1", "h0"]
+
+
+def test_temporal_reference_without_question_date_is_the_latest_memory(encoder: CountingEncoder) -> None:
+    # LoCoMo questions carry no date: "yesterday" is read relative to the last session (05-29)
+    mem = build(encoder, channels=only("temporal") | {"semantic": True}, temporal_slack_days=0)
+    result = mem.retrieve(ask("What did I do yesterday?", date=None))
+    assert result.notes["temporal"][0]["start"] == "2023-05-28T00:00:00"
+    assert {u.unit_id for u in result.units if u.temporal} == {"h2:0", "h2:1", "h2:2"}

@@ -158,9 +158,7 @@ class HybridMemory:
             turn["semantic"] = TurnChannel(cos, cos, np.ones(n, dtype=bool))
         return {c: turn[c] for c in CHANNELS if c in turn}
 
-    def _prf(
-        self, qvec: np.ndarray, cos: np.ndarray, bm25: TurnChannel | None, vectors: np.ndarray
-    ) -> np.ndarray:
+    def _prf(self, qvec: np.ndarray, cos: np.ndarray, bm25: TurnChannel | None, vectors: np.ndarray) -> np.ndarray:
         """Rocchio pseudo-relevance feedback: q' = q + w * mean(top turns' vectors), cosine again.
 
         Why: multi-session questions ("how many hours did I spend playing games in total") have

@@ -17,6 +17,7 @@ from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MEMORY_SYSTEMS, MemoryDeps, MemorySystem
 from pipeline.memory.params import MemoryConfigError
 from pipeline.stage import UnitSpec
+from resources.embeddings import embedding_variant
 
 
 def uses_encoder(cls: type[MemorySystem]) -> bool:
@@ -75,7 +76,7 @@ def unit_hash(component: ComponentConfig, cls: type[MemorySystem], bench: Benchm
     }
     if uses_encoder(cls):
         # what changes the vectors (model, backend, truncation, device); not batch size or threads
-        parts["embeddings"] = bench.embeddings.model_dump(exclude={"batch_size", "num_threads"})
+        parts["embeddings"] = embedding_variant(bench.embeddings)
     if uses_llm(cls) and bench.llm is not None:
         parts["llm"] = [bench.llm.model, bench.llm.temperature]
     blob = json.dumps(parts, sort_keys=True, default=str)

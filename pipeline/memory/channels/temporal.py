@@ -255,7 +255,12 @@ _RULES: list[tuple[re.Pattern[str], object]] = [
     (re.compile(r"\b(last|this|past|on|the)\s+(" + "|".join(_WEEKDAYS) + r")\b", _I), _weekday),
     (re.compile(r"\b(\d{4})[-/](\d{1,2})[-/](\d{1,2})\b"), _iso),
     (re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b"), _us_date),
-    (re.compile(rf"\b(?:from|between)\s+{_MONTH_RE}\s+(?:to|and|through|until|till)\s+{_MONTH_RE}(?:,?\s+(\d{{4}}))?"), _month_range),
+    (
+        re.compile(
+            rf"\b(?:from|between)\s+{_MONTH_RE}\s+(?:to|and|through|until|till)\s+{_MONTH_RE}(?:,?\s+(\d{{4}}))?"
+        ),
+        _month_range,
+    ),
     (re.compile(rf"\b{_MONTH_RE}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}}))?"), _month_day),
     (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_RE}(?:,?\s+(\d{{4}}))?"), _day_month),
     (re.compile(rf"\b{_MONTH_RE}(?:,?\s+((?:19|20)\d\d))?\b"), _month_year),
