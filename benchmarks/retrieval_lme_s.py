@@ -21,8 +21,22 @@ for the retrieval itself. ``--limit N`` takes N evenly spaced eligible questions
 ``--shift 0.5`` takes the N questions half-way between those (a disjoint held-out sample, to check
 that what was tuned on one sample generalizes).
 
-    .venv/bin/python benchmarks/retrieval_lme_s.py --limit 60
-    .venv/bin/python benchmarks/retrieval_lme_s.py --embed-only --limit 60
+    .venv/bin/python benchmarks/retrieval_lme_s.py --embed-only            # fill the cache
+    .venv/bin/python benchmarks/retrieval_lme_s.py --limit 60              # iterate
+    .venv/bin/python benchmarks/retrieval_lme_s.py --by-type               # all 418 questions
+
+Measured (all 418 questions, session granularity, default hybrid params, 2-core shared CPU):
+
+    system          r_any@5 r_all@5 ndcg_any@10
+    bm25_ref          0.943   0.823   0.874   (= the published reference: protocol validated)
+    bm25_only         0.955   0.859   0.895
+    semantic_only     0.959   0.861   0.891
+    semantic+bm25     0.976   0.900   0.924
+    hybrid            0.978   0.933   0.934
+
+Embedding the 81,889 unique texts (user turns as ``turn_unit_text`` + questions) took ~85 min of
+wall time on the shared CPU (fp32 ~12 texts/s, bf16 ~20 texts/s); a cached run takes ~4.5 min
+for all nine configurations.
 """
 
 from __future__ import annotations

@@ -287,3 +287,15 @@ def test_temporal_reference_without_question_date_is_the_latest_memory(encoder: 
     result = mem.retrieve(ask("What did I do yesterday?", date=None))
     assert result.notes["temporal"][0]["start"] == "2023-05-28T00:00:00"
     assert {u.unit_id for u in result.units if u.temporal} == {"h2:0", "h2:1", "h2:2"}
+
+
+def test_graph_seeds_from_each_channel(encoder: CountingEncoder) -> None:
+    q = ask("What photo did my sister send?")
+    tops = [ids(build(encoder, channels=only(c)).retrieve(q))[0] for c in ("semantic", "bm25")]
+    assert tops == [CASTLE, SISTER_JOB]  # the channels disagree on their best turn
+    per_channel = build(encoder, graph_seeds=1, graph_seed_from="channels", knn=0).retrieve(q)
+    assert per_channel.notes["graph_seeds"] == 2
+    graph = {u.unit_id: u.graph for u in per_channel.units}
+    assert graph[CASTLE] >= 1.0 and graph[SISTER_JOB] >= 1.0  # both seeds keep activation 1/1
+    fused = build(encoder, graph_seeds=1, knn=0).retrieve(q)
+    assert fused.notes["graph_seeds"] == 1

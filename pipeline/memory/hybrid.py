@@ -17,6 +17,17 @@ Design (seed 003, Hindsight-style): for each question
    reader is cut to ``token_budget`` tokens (pinned count, pipeline.tokens), the cut counted.
 
 Memory is built by ``ingest_session`` in time order; ``restore`` replays persisted turn units.
+
+Design decisions measured on LongMemEval_S (benchmarks/retrieval_lme_s.py; the fusion defaults
+are argued in pipeline.memory.hybrid_params):
+- the graph score keeps the seeds' own activation (seeds weighted 1/r): a graph that voted only
+  for neighbours pushed the first-stage consensus top unit below its neighbours;
+- the temporal channel ranks in-window units by recency x content relevance, not recency
+  alone: windows hold ~57 % of a LongMemEval_S haystack, and a recency-only vote goes to the
+  newest sessions whatever they are about; habitual ("on Fridays") and future ("tonight") phrases
+  open no window;
+- sessions: max-pooled turn scores for semantic / graph / temporal, BM25 on the whole session
+  text (multi-evidence sessions add up their term matches).
 """
 
 from __future__ import annotations
@@ -216,10 +227,13 @@ class HybridMemory:
         other channels rank them low.
         """
         p = self.params
-        fused = rrf(turn_rankings, k=p.rrf_k, weights=p.weights.as_dict())
+        if p.graph_seed_from == "fusion":
+            lists = [rank_items(rrf(turn_rankings, k=p.rrf_k, weights=p.weights.as_dict()))]
+        else:
+            lists = [list(r) for r in turn_rankings.values()]
         seeds: dict[int, float] = {}
         named = self.state.entity_units(extract_entities(question))
-        for ranked in (rank_items(fused), named):
+        for ranked in [*lists, named]:
             for r, i in enumerate(ranked[: p.graph_seeds], start=1):
                 seeds[i] = max(seeds.get(i, 0.0), 1.0 / r)
         return seeds
