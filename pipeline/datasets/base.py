@@ -34,9 +34,7 @@ LOADERS: Registry[LoaderFn] = Registry("dataset loader")
 LOADER_VERSION = "1"
 
 
-def describe(
-    file: str | Path, record_index: int | None, record_id: str | None, field: str | None, message: str
-) -> str:
+def describe(file: str | Path, record_index: int | None, record_id: str | None, field: str | None, message: str) -> str:
     """One message format for every input error: file, record index, record id, field."""
     index = "-" if record_index is None else str(record_index)
     return f"{file}: record {index} (id {record_id or '-'}), field {field or '-'}: {message}"
@@ -96,9 +94,7 @@ class RecordContext:
         self.issues.clear()
         return out
 
-    def failure(
-        self, err: RecordError, partition_key: str | None, record_id: str | None = None
-    ) -> ParsedRecord:
+    def failure(self, err: RecordError, partition_key: str | None, record_id: str | None = None) -> ParsedRecord:
         """A failed question: recorded with its key (when known) so it shows up as failed."""
         rid = record_id or self.record_id
         message = describe(self.file, self.index, rid, err.field, err.message)

@@ -248,8 +248,9 @@ def _swap_into_place(staging: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _limited(records: Iterator[ParsedRecord], writer: _CanonicalWriter, limit: int | None,
-             log: Callable[[str], None]) -> None:
+def _limited(
+    records: Iterator[ParsedRecord], writer: _CanonicalWriter, limit: int | None, log: Callable[[str], None]
+) -> None:
     n = 0
     last = time.monotonic()
     for rec in records:

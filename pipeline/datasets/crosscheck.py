@@ -150,9 +150,7 @@ def apply_mc10_crosscheck(
         questions = store.read_canonical(ds.name, "questions")
         if questions is None:
             raise FileNotFoundError(f"canonical questions of {ds.name!r} missing; convert it first")
-        contingency = (
-            mc10_vs_locomo(questions, locomo) if locomo is not None else CROSSCHECK_SCHEMA.empty_table()
-        )
+        contingency = mc10_vs_locomo(questions, locomo) if locomo is not None else CROSSCHECK_SCHEMA.empty_table()
         write_parquet_atomic(store.canonical_path(ds.name, "questions"), mc10_type_names(questions, locomo))
         write_parquet_atomic(store.canonical_path(ds.name, CROSSCHECK_TABLE), contingency)
         result = CrosscheckResult(

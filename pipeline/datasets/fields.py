@@ -6,10 +6,12 @@ field path (``qa[3].category``), never into a KeyError deep inside the converter
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pipeline.datasets.base import RecordContext, RecordError
+from pipeline.partitions import KeyRegistry
+from pipeline.records import ParsedRecord
 
 Kinds = type | tuple[type, ...]
 
@@ -82,3 +84,25 @@ def same_length(field_a: str, a: list[Any], field_b: str, b: list[Any]) -> None:
     """Parallel arrays (ids / dates / sessions) must line up."""
     if len(a) != len(b):
         raise RecordError(field_b, f"has {len(b)} items but {field_a} has {len(a)}")
+
+
+QuestionParser = Callable[[RecordContext, Mapping[str, Any], str, str], ParsedRecord]
+
+
+def parse_keyed_record(ctx: RecordContext, raw: Any, keys: KeyRegistry, parse: QuestionParser) -> ParsedRecord:
+    """A record carrying ``question_id`` -> ParsedRecord via ``parse``, or a failure naming the field.
+
+    Why shared: MC10 and LongMemEval records are keyed the same way; a bad record must fail only
+    its question (with its partition key once the id is known), identically in both loaders.
+    """
+    try:
+        obj = as_object(raw, "<record>")
+        qid = required(obj, "question_id", str)
+    except RecordError as err:
+        return ctx.failure(err, None)
+    ctx.record_id = qid
+    key = ctx.key_for(keys, qid)
+    try:
+        return parse(ctx, obj, qid, key)
+    except RecordError as err:
+        return ctx.failure(err, key)

@@ -139,8 +139,11 @@ def parse_conversation(ctx: RecordContext, obj: Mapping[str, Any], sample_id: st
             by_dia[normalize_id(dia)[0] or dia] = (t, f"session_{n}")
     if captions:
         ctx.issue(
-            "image_caption", "conversation.session_*[].blip_caption", "<caption>",
-            "caption kept in turns.caption; img_url/query dropped", captions,
+            "image_caption",
+            "conversation.session_*[].blip_caption",
+            "<caption>",
+            "caption kept in turns.caption; img_url/query dropped",
+            captions,
         )
     return Conversation(tuple(sessions), tuple(haystack), by_dia)
 

@@ -28,6 +28,7 @@ from pipeline.datasets.fields import (
     as_object,
     check_type,
     optional,
+    parse_keyed_record,
     required,
     same_length,
     string_list,
@@ -51,17 +52,7 @@ def load_locomo_mc10(path: Path, dataset: str) -> Iterator[ParsedRecord]:
 
 def parse_record(ctx: RecordContext, raw: Any, keys: KeyRegistry) -> ParsedRecord:
     """One MC10 record -> ParsedRecord, or a failure naming the bad field."""
-    try:
-        obj = as_object(raw, "<record>")
-        qid = required(obj, "question_id", str)
-    except RecordError as err:
-        return ctx.failure(err, None)
-    ctx.record_id = qid
-    key = ctx.key_for(keys, qid)
-    try:
-        return _parse(ctx, obj, qid, key)
-    except RecordError as err:
-        return ctx.failure(err, key)
+    return parse_keyed_record(ctx, raw, keys, _parse)
 
 
 def _parse(ctx: RecordContext, obj: Mapping[str, Any], qid: str, key: str) -> ParsedRecord:

@@ -30,6 +30,7 @@ from pipeline.datasets.fields import (
     as_object,
     check_type,
     optional,
+    parse_keyed_record,
     required,
     same_length,
     string_list,
@@ -60,18 +61,8 @@ def load_longmemeval(path: Path, dataset: str) -> Iterator[ParsedRecord]:
 
 
 def parse_record(ctx: RecordContext, raw: Any, keys: KeyRegistry) -> ParsedRecord:
-    """A question record -> ParsedRecord, or a failure naming the bad field."""
-    try:
-        obj = as_object(raw, "<record>")
-        qid = required(obj, "question_id", str)
-    except RecordError as err:
-        return ctx.failure(err, None)
-    ctx.record_id = qid
-    key = ctx.key_for(keys, qid)
-    try:
-        return _parse_question(ctx, obj, qid, key)
-    except RecordError as err:
-        return ctx.failure(err, key)
+    """One LongMemEval record -> ParsedRecord, or a failure naming the bad field."""
+    return parse_keyed_record(ctx, raw, keys, _parse_question)
 
 
 def _parse_question(ctx: RecordContext, obj: Mapping[str, Any], qid: str, key: str) -> ParsedRecord:
@@ -109,9 +100,7 @@ def _date(ctx: RecordContext, raw: str, field: str) -> Any:
     return parsed
 
 
-def _haystack(
-    ctx: RecordContext, obj: Mapping[str, Any], qid: str
-) -> tuple[list[SessionWithTurns], list[HaystackRow]]:
+def _haystack(ctx: RecordContext, obj: Mapping[str, Any], qid: str) -> tuple[list[SessionWithTurns], list[HaystackRow]]:
     """Sessions in haystack order (one per kept position) and the haystack rows."""
     ids = string_list(obj, "haystack_session_ids")
     dates = string_list(obj, "haystack_dates")

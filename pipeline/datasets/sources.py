@@ -68,9 +68,7 @@ def _require_array(stream: IO[bytes], path: Path) -> None:
     if char is None:
         raise DatasetFileError(path, "not JSON: the file is empty", field="<json>")
     if char == "{":
-        raise DatasetFileError(
-            path, "top level is a JSON object; expected an array of records", field="<top level>"
-        )
+        raise DatasetFileError(path, "top level is a JSON object; expected an array of records", field="<top level>")
     if char != "[":
         raise DatasetFileError(path, f"not JSON: unexpected first character {char!r}", field="<json>")
 
