@@ -6,7 +6,6 @@ memory stages; one config file then decides both what is run and what it is reco
 The logic lives in pipeline.readers.run; this module only wires resources.
 """
 
-
 import dagster as dg
 
 from pipeline.config import BenchmarkConfig
@@ -18,8 +17,6 @@ from resources.benchmark import BenchmarkResource
 from resources.embeddings import EmbeddingResource, embedding_variant
 from resources.llm import LLMResource
 from resources.storage import ResultStore
-
-GROUP = "answers"
 
 
 def run_llm(cfg: BenchmarkConfig) -> LLMClient | None:

@@ -8,9 +8,11 @@ The logic lives in pipeline.memory.ingest; this module only wires resources.
 """
 
 # No `from __future__ import annotations`: Dagster checks the real type of `context`.
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import dagster as dg
+import pyarrow as pa
 from dagster import AssetExecutionContext
 
 from pipeline.config import BenchmarkConfig
@@ -19,13 +21,11 @@ from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.systems import check_buildable, system_specs, uses_encoder, uses_llm
 from pipeline.memory.vector import LazyEncoder
-from pipeline.stage import QuestionStage
+from pipeline.stage import QuestionStage, UnitResult, WorkItem
 from resources.benchmark import BenchmarkResource
 from resources.embeddings import EmbeddingResource, embedding_variant
 from resources.llm import LLMResource
 from resources.storage import ResultStore
-
-GROUP = "memory"
 
 
 def _needs(cfg: BenchmarkConfig) -> tuple[bool, bool]:
@@ -59,14 +59,29 @@ def run_metadata(cfg: BenchmarkConfig) -> dict[str, Any]:
     }
 
 
-def run_ingestion(
-    context: AssetExecutionContext, benchmark: BenchmarkResource, embeddings: EmbeddingResource
+def run_memory_stage(
+    context: AssetExecutionContext,
+    benchmark: BenchmarkResource,
+    embeddings: EmbeddingResource,
+    *,
+    stage: str,
+    payload_schema: pa.Schema,
+    results: Callable[[MemoryRun, list[WorkItem]], Iterable[tuple[str, list[UnitResult]]]],
 ) -> dg.MaterializeResult:
+    """One memory stage (ingestion or retrievals) over the pending questions of the run's config."""
     cfg = benchmark.load()
     store = benchmark.store()
     run = memory_run(context, cfg, store, embeddings)
-    stage = QuestionStage(
-        context, store, cfg, stage="ingestion", payload_schema=INGESTION_PAYLOAD, units_for=units_for(cfg)
+    question_stage = QuestionStage(
+        context, store, cfg, stage=stage, payload_schema=payload_schema, units_for=units_for(cfg)
     )
-    result = stage.run(lambda items: ingestion_results(run, items))
+    result = question_stage.run(lambda items: results(run, items))
     return dg.MaterializeResult(metadata={**(result.metadata or {}), **run_metadata(cfg)})
+
+
+def run_ingestion(
+    context: AssetExecutionContext, benchmark: BenchmarkResource, embeddings: EmbeddingResource
+) -> dg.MaterializeResult:
+    return run_memory_stage(
+        context, benchmark, embeddings, stage="ingestion", payload_schema=INGESTION_PAYLOAD, results=ingestion_results
+    )

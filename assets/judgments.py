@@ -7,7 +7,6 @@ failed judgment ("answer failed: ..."), never a wrong one. The logic lives in
 pipeline.judges.run; this module only wires resources.
 """
 
-
 from typing import Any
 
 import dagster as dg
@@ -27,8 +26,6 @@ from pipeline.readers.base import LLMClient
 from pipeline.registry import RegistryError
 from pipeline.stage import QuestionStage
 from resources.benchmark import BenchmarkResource
-
-GROUP = "answers"
 
 
 def judge_metadata(cfg: BenchmarkConfig, llm: LLMClient | None) -> dict[str, Any]:

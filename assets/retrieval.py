@@ -10,11 +10,9 @@ re-ingest. Each (system, haystack) memory is opened once and queried for all its
 import dagster as dg
 from dagster import AssetExecutionContext
 
-from assets.ingestion import memory_run, run_metadata
+from assets.ingestion import run_memory_stage
 from pipeline.memory.base import RETRIEVALS_PAYLOAD
-from pipeline.memory.ingest import units_for
 from pipeline.memory.retrieve import retrieval_results
-from pipeline.stage import QuestionStage
 from resources.benchmark import BenchmarkResource
 from resources.embeddings import EmbeddingResource
 
@@ -22,11 +20,6 @@ from resources.embeddings import EmbeddingResource
 def run_retrievals(
     context: AssetExecutionContext, benchmark: BenchmarkResource, embeddings: EmbeddingResource
 ) -> dg.MaterializeResult:
-    cfg = benchmark.load()
-    store = benchmark.store()
-    run = memory_run(context, cfg, store, embeddings)
-    stage = QuestionStage(
-        context, store, cfg, stage="retrievals", payload_schema=RETRIEVALS_PAYLOAD, units_for=units_for(cfg)
+    return run_memory_stage(
+        context, benchmark, embeddings, stage="retrievals", payload_schema=RETRIEVALS_PAYLOAD, results=retrieval_results
     )
-    result = stage.run(lambda items: retrieval_results(run, items))
-    return dg.MaterializeResult(metadata={**(result.metadata or {}), **run_metadata(cfg)})
