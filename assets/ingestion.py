@@ -9,21 +9,22 @@ The logic lives in pipeline.memory.ingest; this module only wires resources.
 
 # No `from __future__ import annotations`: Dagster checks the real type of `context`.
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
 from dagster import AssetExecutionContext
 
+from assets.stage_deps import stage_deps
 from pipeline.config import BenchmarkConfig
 from pipeline.memory.base import INGESTION_PAYLOAD, MemoryDeps
 from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.systems import check_buildable, system_specs, uses_encoder, uses_llm
-from pipeline.memory.vector import LazyEncoder
 from pipeline.stage import QuestionStage, UnitResult, WorkItem
 from resources.benchmark import BenchmarkResource
-from resources.embeddings import EmbeddingResource, embedding_variant
+from resources.embeddings import EmbeddingResource
 from resources.llm import LLMResource
 from resources.storage import ResultStore
 
@@ -35,21 +36,20 @@ def _needs(cfg: BenchmarkConfig) -> tuple[bool, bool]:
 
 
 def memory_run(
-    context: AssetExecutionContext, cfg: BenchmarkConfig, store: ResultStore, embeddings: EmbeddingResource
+    context: AssetExecutionContext,
+    cfg: BenchmarkConfig,
+    store: ResultStore,
+    embeddings: EmbeddingResource,
+    bound_llm: LLMResource | None,
 ) -> MemoryRun:
     """Deps for the memory stages; a wrong memory config fails the run before any question."""
-    need_encoder, need_llm = _needs(cfg)
-    encoder = None
-    if need_encoder:
-        encoder = LazyEncoder(embedding_variant(cfg.embeddings), lambda: embeddings.store_encoder(store))
-    llm = LLMResource.from_benchmark(cfg) if need_llm and cfg.llm is not None else None
-    deps = MemoryDeps(encoder=encoder, llm=llm, log=context.log.info)
+    built = stage_deps(context, cfg, store, embeddings, bound_llm, _needs(cfg))
+    deps = MemoryDeps(encoder=built.encoder, llm=built.llm, log=context.log.info)
     try:
         check_buildable(cfg, deps)
     except MemoryConfigError as exc:
         raise dg.Failure(f"{cfg.source}: {exc}") from exc
-    workers = cfg.llm.max_concurrency if llm is not None and cfg.llm is not None else 1
-    return MemoryRun(store, cfg, deps, log=context.log.info, workers=workers)
+    return MemoryRun(store, cfg, deps, log=context.log.info, workers=built.workers)
 
 
 def run_metadata(cfg: BenchmarkConfig) -> dict[str, Any]:
@@ -63,6 +63,7 @@ def run_memory_stage(
     context: AssetExecutionContext,
     benchmark: BenchmarkResource,
     embeddings: EmbeddingResource,
+    llm: LLMResource | None,
     *,
     stage: str,
     payload_schema: pa.Schema,
@@ -71,7 +72,7 @@ def run_memory_stage(
     """One memory stage (ingestion or retrievals) over the pending questions of the run's config."""
     cfg = benchmark.load()
     store = benchmark.store()
-    run = memory_run(context, cfg, store, embeddings)
+    run = memory_run(context, cfg, store, embeddings, llm)
     question_stage = QuestionStage(
         context, store, cfg, stage=stage, payload_schema=payload_schema, units_for=units_for(cfg)
     )
@@ -79,9 +80,6 @@ def run_memory_stage(
     return dg.MaterializeResult(metadata={**(result.metadata or {}), **run_metadata(cfg)})
 
 
-def run_ingestion(
-    context: AssetExecutionContext, benchmark: BenchmarkResource, embeddings: EmbeddingResource
-) -> dg.MaterializeResult:
-    return run_memory_stage(
-        context, benchmark, embeddings, stage="ingestion", payload_schema=INGESTION_PAYLOAD, results=ingestion_results
-    )
+run_ingestion = partial(
+    run_memory_stage, stage="ingestion", payload_schema=INGESTION_PAYLOAD, results=ingestion_results
+)

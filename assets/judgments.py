@@ -11,7 +11,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.answers import run_llm
+from assets.stage_deps import resolve_llm
 from pipeline.config import BenchmarkConfig
 from pipeline.judges.base import (
     JUDGMENTS_PAYLOAD,
@@ -26,6 +26,7 @@ from pipeline.readers.base import LLMClient
 from pipeline.registry import RegistryError
 from pipeline.stage import QuestionStage
 from resources.benchmark import BenchmarkResource
+from resources.llm import LLMResource
 
 
 def judge_metadata(cfg: BenchmarkConfig, llm: LLMClient | None) -> dict[str, Any]:
@@ -38,10 +39,12 @@ def judge_metadata(cfg: BenchmarkConfig, llm: LLMClient | None) -> dict[str, Any
     return {"judges": "; ".join(used) or "none", "judges_unavailable": "; ".join(unavailable) or "none"}
 
 
-def run_judgments(context: dg.AssetExecutionContext, benchmark: BenchmarkResource) -> dg.MaterializeResult:
+def run_judgments(
+    context: dg.AssetExecutionContext, benchmark: BenchmarkResource, llm_resource: LLMResource | None
+) -> dg.MaterializeResult:
     cfg = benchmark.load()
     store = benchmark.store()
-    llm = run_llm(cfg)
+    llm = resolve_llm(context, cfg, llm_resource)
     try:
         check_judges(cfg, llm)
         metadata = judge_metadata(cfg, llm)
@@ -49,7 +52,7 @@ def run_judgments(context: dg.AssetExecutionContext, benchmark: BenchmarkResourc
         raise dg.Failure(f"{cfg.source}: {exc}") from exc
     if metadata["judges_unavailable"] != "none":
         context.log.warning(f"judges unavailable in this run: {metadata['judges_unavailable']}")
-    workers = cfg.llm.max_concurrency if llm is not None and cfg.llm is not None else 1
+    workers = llm.max_concurrency if llm is not None else 1
     run = JudgmentRun(store, cfg, llm, max_workers=workers, log=context.log.info)
     stage = QuestionStage(
         context, store, cfg, stage="judgments", payload_schema=JUDGMENTS_PAYLOAD, units_for=run.units_for

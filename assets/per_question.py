@@ -12,6 +12,7 @@ stages for just some questions, always in pipeline order.
 """
 
 from collections.abc import Callable, Iterator
+from typing import Optional
 
 import dagster as dg
 from dagster import AssetExecutionContext
@@ -23,6 +24,7 @@ from assets.retrieval import run_retrievals
 from pipeline.partitions import question_partitions
 from resources.benchmark import BenchmarkResource
 from resources.embeddings import EmbeddingResource
+from resources.llm import LLMResource
 
 StageRunner = Callable[..., dg.MaterializeResult]
 
@@ -76,15 +78,18 @@ def _spec(key: str, deps: list[str], description: str) -> dg.AssetSpec:
     can_subset=True,
 )
 def per_question(
-    context: AssetExecutionContext, benchmark: BenchmarkResource, embeddings: EmbeddingResource
+    context: AssetExecutionContext,
+    benchmark: BenchmarkResource,
+    embeddings: EmbeddingResource,
+    llm: dg.ResourceParam[Optional[LLMResource]],  # noqa: UP045 (Dagster resolves this at runtime)
 ) -> Iterator[dg.MaterializeResult]:
     """Ingestion, retrieval, answers, judgments (the selected ones, in this order) for pending questions."""
     yield from _run_selected(
         context,
         [
-            ("ingestion", run_ingestion, (benchmark, embeddings)),
-            ("retrievals", run_retrievals, (benchmark, embeddings)),
-            ("answers", run_answers, (benchmark, embeddings)),
-            ("judgments", run_judgments, (benchmark,)),
+            ("ingestion", run_ingestion, (benchmark, embeddings, llm)),
+            ("retrievals", run_retrievals, (benchmark, embeddings, llm)),
+            ("answers", run_answers, (benchmark, embeddings, llm)),
+            ("judgments", run_judgments, (benchmark, llm)),
         ],
     )

@@ -6,20 +6,12 @@ re-ingest. Each (system, haystack) memory is opened once and queried for all its
 (pipeline.memory.retrieve); a question whose memory's ingestion failed fails with that error.
 """
 
-# No `from __future__ import annotations`: Dagster checks the real type of `context`.
-import dagster as dg
-from dagster import AssetExecutionContext
+from functools import partial
 
 from assets.ingestion import run_memory_stage
 from pipeline.memory.base import RETRIEVALS_PAYLOAD
 from pipeline.memory.retrieve import retrieval_results
-from resources.benchmark import BenchmarkResource
-from resources.embeddings import EmbeddingResource
 
-
-def run_retrievals(
-    context: AssetExecutionContext, benchmark: BenchmarkResource, embeddings: EmbeddingResource
-) -> dg.MaterializeResult:
-    return run_memory_stage(
-        context, benchmark, embeddings, stage="retrievals", payload_schema=RETRIEVALS_PAYLOAD, results=retrieval_results
-    )
+run_retrievals = partial(
+    run_memory_stage, stage="retrievals", payload_schema=RETRIEVALS_PAYLOAD, results=retrieval_results
+)

@@ -25,14 +25,19 @@ that what was tuned on one sample generalizes).
     .venv/bin/python benchmarks/retrieval_lme_s.py --limit 60              # iterate
     .venv/bin/python benchmarks/retrieval_lme_s.py --by-type               # all 418 questions
 
-Measured (all 418 questions, session granularity, default hybrid params, 2-core shared CPU):
+Measured (all 418 questions, session granularity, default hybrid params, 2-core shared CPU;
+``--misses`` lists the hybrid's recall_any@5 misses):
 
-    system          r_any@5 r_all@5 ndcg_any@10
-    bm25_ref          0.943   0.823   0.874   (= the published reference: protocol validated)
-    bm25_only         0.955   0.859   0.895
-    semantic_only     0.959   0.861   0.891
-    semantic+bm25     0.976   0.900   0.924
-    hybrid            0.978   0.933   0.934
+    system               r_any@5 r_all@5 ndcg_any@10
+    bm25_ref               0.943   0.823   0.874   (= the published reference: protocol validated)
+    bm25_only              0.957   0.859   0.896
+    semantic_only          0.962   0.868   0.893
+    semantic+bm25          0.983   0.911   0.923
+    hybrid                 0.986   0.938   0.940
+    hybrid-no-semantic     0.962   0.888   0.905
+    hybrid-no-bm25         0.969   0.895   0.911
+    hybrid-no-graph        0.988   0.914   0.931
+    hybrid-no-temporal     0.981   0.931   0.934
 
 Embedding the 81,889 unique texts (user turns as ``turn_unit_text`` + questions) took ~85 min of
 wall time on the shared CPU (fp32 ~12 texts/s, bf16 ~20 texts/s); a cached run takes ~4.5 min
@@ -291,15 +296,28 @@ def run_hybrid(q: LmeQuestion, params: dict, deps: MemoryDeps) -> list[int]:
     return _positions(mem.retrieve(q.row).units)
 
 
-def evaluate(questions: Sequence[LmeQuestion], params: dict | None, deps: MemoryDeps) -> tuple[dict, list]:
+def evaluate(
+    questions: Sequence[LmeQuestion], params: dict | None, deps: MemoryDeps, misses: bool = False
+) -> tuple[dict, list]:
     rows = []
     t0 = time.perf_counter()
     for q in questions:
         ranking = bm25_reference(q) if params is None else run_hybrid(q, params, deps)
         rows.append((q.row.type_name, session_metrics(ranking, q)))
+        if misses and not rows[-1][1]["recall_any@5"]:
+            print_miss(q, ranking)
     mean = {m: float(np.mean([r[m] for _, r in rows])) for m in rows[0][1]}
     mean["wall_s"] = time.perf_counter() - t0
     return mean, rows
+
+
+def print_miss(q: LmeQuestion, ranking: Sequence[int]) -> None:
+    """One recall_any@5 miss: the question, its date, and where the gold sessions ranked."""
+    gold = sorted(p for p, sid in enumerate(q.session_ids) if sid in q.gold)
+    ranks = {p: (ranking.index(p) + 1 if p in ranking else None) for p in gold}
+    dates = {p: q.haystack[p].session.datetime_raw for p in gold}
+    print(f"MISS {q.row.question_id} [{q.row.type_name}] {q.row.question!r} asked {q.row.question_date}")
+    print(f"     gold rank {ranks} dates {dates}")
 
 
 def print_table(results: dict[str, dict], n: int) -> None:
@@ -335,7 +353,7 @@ def main(args: argparse.Namespace) -> None:
     names = args.systems.split(",") if args.systems else list(all_configs)
     results: dict[str, dict] = {}
     for name in names:
-        mean, rows = evaluate(qs, all_configs[name], deps)
+        mean, rows = evaluate(qs, all_configs[name], deps, misses=args.misses and name == "hybrid")
         results[name] = mean
         if args.by_type and name in ("hybrid", "bm25_only", "semantic_only"):
             print_by_type(name, rows)
@@ -370,6 +388,7 @@ if __name__ == "__main__":
     ap.add_argument("--systems", default=None, help="comma-separated subset of the configurations")
     ap.add_argument("--set", default=None, help="JSON params merged into every hybrid config, e.g. '{\"hops\": 3}'")
     ap.add_argument("--by-type", action="store_true", help="per question type breakdown")
+    ap.add_argument("--misses", action="store_true", help="print the hybrid's recall_any@5 misses")
     ap.add_argument("--cached-only", action="store_true", help="only questions whose texts are all cached")
     ap.add_argument("--embed-only", action="store_true", help="fill the embedding cache and stop")
     a = ap.parse_args()

@@ -1,4 +1,4 @@
-"""Dagster definitions: assets, checks, the ``full_benchmark`` job and resources.
+"""Dagster definitions: assets, checks, the ``full_benchmark`` and ``retrieval_benchmark`` jobs, resources.
 
 The benchmark config (datasets, memory systems, readers, judges, LLM endpoint) is chosen by
 ``$MEMBENCH_CONFIG`` (default configs/sample.yaml) or, per run, by the ``benchmark`` resource's
@@ -37,6 +37,16 @@ full_benchmark = dg.define_asset_job(
     executor_def=dg.in_process_executor,
 )
 
+retrieval_benchmark = dg.define_asset_job(
+    "retrieval_benchmark",
+    selection=(dg.AssetSelection.all() - dg.AssetSelection.assets("answers", "judgments", "benchmark_report")),
+    description=(
+        "Retrieval only (no reader, no judge): canonical tables, embeddings, memory ingestion, "
+        "retrieval and the retrieval report. For retrieval ablations, which need no answers."
+    ),
+    executor_def=dg.in_process_executor,
+)
+
 
 def build_defs(config_path: str | None = None) -> dg.Definitions:
     """Definitions bound to one benchmark config (tests pass their own)."""
@@ -44,7 +54,7 @@ def build_defs(config_path: str | None = None) -> dg.Definitions:
     return dg.Definitions(
         assets=all_assets,
         asset_checks=all_checks,
-        jobs=[full_benchmark],
+        jobs=[full_benchmark, retrieval_benchmark],
         resources=build_resources(cfg),
     )
 

@@ -8,7 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.memory.channels.temporal import TimeWindow, decay_rate, parse_time_windows, temporal_scores
+from pipeline.memory.channels.temporal import (
+    TimeWindow,
+    decay_rate,
+    parse_time_windows,
+    strip_expressions,
+    temporal_scores,
+)
 
 REF = dt.datetime(2023, 5, 30, 10, 18)  # a Tuesday (LongMemEval's first question date)
 NOW = "2023-05-30 10:18"
@@ -119,3 +125,18 @@ def test_temporal_scores_inside_window_decay_outside_zero() -> None:
     # one day of slack admits the session of the 27th (it may report "yesterday")
     _, mask = temporal_scores(stamps, [window], ref, half_life_days=10, slack_days=1)
     assert mask.tolist() == [True, True, False, False, True]
+
+
+STRIP_CASES = [
+    ("What kitchen appliance did I buy 10 days ago?", "What kitchen appliance did I buy ?"),
+    ("Who did I meet last Tuesday for lunch?", "Who did I meet for lunch?"),
+    ("What did I cook yesterday", "What did I cook"),
+    ("yesterday", "yesterday"),  # nothing but the expression: keep the text
+    ("What is my cat called?", "What is my cat called?"),  # no expression: unchanged
+]
+
+
+@pytest.mark.parametrize(("question", "expected"), STRIP_CASES, ids=[c[0][:40] for c in STRIP_CASES])
+def test_strip_expressions(question: str, expected: str) -> None:
+    ref = dt.datetime(2023, 5, 30, 12, 0)
+    assert strip_expressions(question, parse_time_windows(question, ref)) == expected

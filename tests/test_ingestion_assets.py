@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from assets.per_question import per_question
+from pipeline.config import load_config
 from pipeline.memory.base import INGESTION_PAYLOAD, RETRIEVALS_PAYLOAD
 from pipeline.partitions import QUESTION_PARTITIONS_NAME
+from pipeline.resources_factory import build_resources
 from pipeline.stage import stage_schema
-from resources.benchmark import BenchmarkResource
-from resources.embeddings import EmbeddingResource
 from resources.storage import ResultStore
 from tests.memory_fixtures import DATASET, HAYSTACK_2, question, write_toy_dataset
 
@@ -38,10 +38,7 @@ def write_config(tmp_path: Path, systems: list[dict]) -> Path:
 
 
 def materialize(config: Path, instance: dg.DagsterInstance, key: str) -> dg.ExecuteInProcessResult:
-    resources = {
-        "benchmark": BenchmarkResource(config_path=str(config)),
-        "embeddings": EmbeddingResource(),
-    }
+    resources = build_resources(load_config(str(config)))  # the real factory: benchmark, embeddings, llm
     return dg.materialize(
         [*UPSTREAM, per_question],
         selection=["ingestion", "retrievals"],

@@ -299,3 +299,30 @@ def test_graph_seeds_from_each_channel(encoder: CountingEncoder) -> None:
     assert graph[CASTLE] >= 1.0 and graph[SISTER_JOB] >= 1.0  # both seeds keep activation 1/1
     fused = build(encoder, graph_seeds=1, knn=0).retrieve(q)
     assert fused.notes["graph_seeds"] == 1
+
+
+@pytest.mark.parametrize(
+    ("question", "cap", "expected"),
+    [
+        # "yesterday" (05-29 +- 1 day) holds 4 of the 10 turns: log2(10 / 4) = 1.3219 bits x 0.5
+        ("What did I do yesterday?", 3.0, 0.5 * 1.321928),
+        ("What did I do yesterday?", 1.0, 0.5),  # capped at 1 bit
+        ("What did I do this year?", 3.0, 0.0),  # every turn is in the window: no information
+    ],
+)
+def test_temporal_weight_scales_with_window_selectivity(
+    encoder: CountingEncoder, question: str, cap: float, expected: float
+) -> None:
+    mem = build(encoder, temporal_selectivity_cap=cap)
+    assert mem.retrieve(ask(question)).notes["temporal_weight"] == pytest.approx(expected, abs=1e-4)
+    fixed = build(encoder, temporal_selectivity=False).retrieve(ask(question))
+    assert "temporal_weight" not in fixed.notes
+
+
+def test_content_channels_get_the_question_without_its_time_expression(encoder: CountingEncoder) -> None:
+    q = ask("What did I bake this morning?")  # "morning" is only in CAT's session turn h2:2
+    stripped = {u.unit_id: u.bm25 for u in build(encoder, channels=only("bm25")).retrieve(q).units}
+    bare = {u.unit_id: u.bm25 for u in build(encoder, channels=only("bm25")).retrieve(ask("What did I bake?")).units}
+    assert stripped == bare and "h2:2" not in stripped
+    kept = build(encoder, channels=only("bm25"), strip_time_expressions=False).retrieve(q)
+    assert {u.unit_id for u in kept.units} == {BREAD, "h2:2"}

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.config import BenchmarkConfig, ComponentConfig, DatasetConfig
 from pipeline.memory import MEMORY_SYSTEMS
 from pipeline.memory.base import Encoder, MemoryDeps, MemorySystem
 from pipeline.memory.context import session_header, truncate_to_tokens
 from pipeline.memory.full_context import FullContextMemory
+from pipeline.memory.hybrid import HybridMemory
+from pipeline.memory.hybrid_params import HybridParams
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.rag import RagMemory
 from pipeline.memory.summaries import NO_SUMMARIES, MissingSummaryError, SummariesMemory
-from pipeline.memory.systems import filter_roles
+from pipeline.memory.systems import filter_roles, resolved_params, system_specs
 from pipeline.registry import Registry, RegistryError
 from pipeline.tokens import count_tokens
 from tests.memory_fixtures import HAYSTACK, build_haystack, encoder, question
@@ -198,3 +201,25 @@ def test_summaries_fail_clearly_without_summaries(enc: Encoder) -> None:
     m = SummariesMemory({}, MemoryDeps(enc))
     with pytest.raises(MissingSummaryError, match=f"{NO_SUMMARIES}: session 'session_1'"):
         ingest_all(m, with_summaries=False)
+
+
+@pytest.mark.parametrize(
+    ("params", "same_as_default"),
+    [
+        ({}, True),
+        ({"rrf_k": HybridParams().rrf_k}, True),  # spelling out a default changes nothing
+        ({"rrf_k": HybridParams().rrf_k + 2}, False),
+        ({"channels": {"graph": False}}, False),
+    ],
+)
+def test_unit_hash_covers_resolved_params(params: dict, same_as_default: bool) -> None:
+    """The hash is of the params the system runs with, so changing a code default recomputes."""
+    ds = DatasetConfig(name="d", loader="locomo", path="x.json")
+
+    def hash_of(p: dict) -> str:
+        bench = BenchmarkConfig(datasets=(ds,), memory_systems=(ComponentConfig(name="h", kind="hybrid", params=p),))
+        [spec] = system_specs(bench, "d")
+        return spec.unit_hash
+
+    assert (hash_of(params) == hash_of({})) is same_as_default
+    assert resolved_params(ComponentConfig(name="h", kind="hybrid", params=params), HybridMemory)["top_k"] == 20

@@ -11,8 +11,8 @@ from assets.per_question import per_question
 from pipeline.config import load_config
 from pipeline.memory.systems import system_specs
 from pipeline.partitions import QUESTION_PARTITIONS_NAME
+from pipeline.resources_factory import build_resources
 from resources.benchmark import BenchmarkResource
-from resources.embeddings import EmbeddingResource
 from tests.answer_fixtures import retrieval_payload, unit_row, write_canonical, write_stage
 from tests.judge_fixtures import question
 
@@ -49,7 +49,7 @@ def bench(tmp_path: Path) -> BenchmarkResource:
 
 
 def test_answers_then_judgments_offline(bench: BenchmarkResource, tmp_path: Path) -> None:
-    resources = {"benchmark": bench, "embeddings": EmbeddingResource()}
+    resources = build_resources(bench.load())  # the real factory: benchmark, embeddings, llm
     store = bench.store()
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(QUESTION_PARTITIONS_NAME, ["d__q0", "d__q1"])

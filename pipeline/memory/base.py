@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+from pydantic import BaseModel
 
 from pipeline.corpus import HaystackSession
 from pipeline.records import QuestionRow, TurnRow
@@ -83,6 +84,7 @@ class MemorySystem(Protocol):
     """A memory for ONE haystack: built by ``ingest_session`` calls in time order."""
 
     kind: str
+    params_model: type[BaseModel]  # its params schema: the resolved params enter the unit hash
 
     def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None: ...
 

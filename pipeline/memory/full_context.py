@@ -31,6 +31,7 @@ class FullContextParams(SystemParams):
 class FullContextMemory:
     """Keeps every indexed turn; ``retrieve`` returns them all (ranked in time order)."""
 
+    params_model = FullContextParams
     kind = KIND
     uses_encoder = False
     uses_llm = False

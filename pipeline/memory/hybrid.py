@@ -32,6 +32,7 @@ are argued in pipeline.memory.hybrid_params):
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ from pipeline.memory.channels.entities import extract_entities
 from pipeline.memory.channels.fusion import rank_items, ranking_from_array, rrf
 from pipeline.memory.channels.graph import spreading_activation
 from pipeline.memory.channels.semantic import cosine_scores
-from pipeline.memory.channels.temporal import parse_time_windows, temporal_scores
+from pipeline.memory.channels.temporal import TimeWindow, parse_time_windows, strip_expressions, temporal_scores
 from pipeline.memory.context import fit_budget, render, time_sorted
 from pipeline.memory.hybrid_index import BuiltIndex, HybridState
 from pipeline.memory.hybrid_params import CHANNELS, HybridParams
@@ -79,6 +80,7 @@ class ChannelOutput:
 class HybridMemory:
     """Semantic + BM25 + graph + temporal retrieval fused by RRF (see module docstring)."""
 
+    params_model = HybridParams
     kind = "hybrid"
 
     def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
@@ -116,7 +118,7 @@ class HybridMemory:
         fused = rrf(
             {c: o.ranking for c, o in outputs.items()},
             k=self.params.rrf_k,
-            weights=self.params.weights.as_dict(),
+            weights=self._fusion_weights(outputs, notes),
         )
         order = [i for i in rank_items(fused) if fused[i] > 0]
         order, rerank_scores = self._rerank(question.question, order, idx, notes)
@@ -137,32 +139,32 @@ class HybridMemory:
         fusion of the content channels (semantic, bm25) computed first.
         """
         p = self.params
-        turn = self._content_channels(question, idx)
+        windows = self._windows(question, notes)
+        query = strip_expressions(question.question, windows) if p.strip_time_expressions else question.question
+        turn = self._content_channels(query, idx)
         content = rrf(
             {c: ranking_from_array(t.key, t.mask, p.channel_depth) for c, t in turn.items()},
             k=p.rrf_k,
             weights=p.weights.as_dict(),
         )
-        if p.channels.temporal:
-            temporal = self._temporal(question, notes, content)
-            if temporal is not None:
-                turn["temporal"] = temporal
+        if p.channels.temporal and windows:
+            turn["temporal"] = self._temporal(question, windows, content)
         if p.channels.graph and idx.adjacency is not None:
             rankings = {c: ranking_from_array(t.key, t.mask, p.channel_depth) for c, t in turn.items()}
             seeds = self._graph_seeds(rankings, question.question)
             notes["graph_seeds"] = len(seeds)
             act = spreading_activation(idx.adjacency, seeds, p.damping, p.hops)
             turn["graph"] = TurnChannel(act, act, act > 0)
-        return {c: self._level(c, turn[c], idx, question) for c in CHANNELS if c in turn}
+        return {c: self._level(c, turn[c], idx, query) for c in CHANNELS if c in turn}
 
-    def _content_channels(self, question: QuestionRow, idx: BuiltIndex) -> dict[str, TurnChannel]:
+    def _content_channels(self, query: str, idx: BuiltIndex) -> dict[str, TurnChannel]:
         p, n = self.params, len(self.state.units)
         turn: dict[str, TurnChannel] = {}
         if p.channels.bm25 and idx.turn_bm25 is not None:
-            s = idx.turn_bm25.scores(question.question)
+            s = idx.turn_bm25.scores(query)
             turn["bm25"] = TurnChannel(s, s, s > 0)
         if p.channels.semantic and idx.vectors is not None:
-            qvec = np.asarray(self.deps.encoder.encode([question.question]), dtype=np.float32)[0]
+            qvec = np.asarray(self.deps.encoder.encode([query]), dtype=np.float32)[0]
             cos = cosine_scores(qvec, idx.vectors)
             if p.prf_turns > 0:
                 cos = self._prf(qvec, cos, turn.get("bm25"), idx.vectors)
@@ -185,7 +187,26 @@ class HybridMemory:
         expanded = qvec / max(float(np.linalg.norm(qvec)), 1e-12) + p.prf_weight * vectors[top].mean(axis=0)
         return cosine_scores(expanded, vectors)
 
-    def _temporal(self, question: QuestionRow, notes: dict, content: Mapping[int, float]) -> TurnChannel | None:
+    def _windows(self, question: QuestionRow, notes: dict) -> list[TimeWindow]:
+        """The question's time windows relative to its date (or the newest unit); noted."""
+        ref = self._reference_time(question)
+        if ref is None:
+            notes["temporal"] = "abstained: no question date and no unit timestamps"
+            return []
+        windows = parse_time_windows(question.question, ref)
+        if not windows:
+            notes["temporal"] = "abstained: no time expression"
+            return []
+        notes["temporal"] = [
+            {"expression": w.expression, "start": w.start.isoformat(), "end": w.end.isoformat()} for w in windows
+        ]
+        return windows
+
+    def _reference_time(self, question: QuestionRow) -> dt.datetime | None:
+        stamps = [u.timestamp for u in self.state.units if u.timestamp is not None]
+        return question.question_date or max(stamps, default=None)
+
+    def _temporal(self, question: QuestionRow, windows: list[TimeWindow], content: Mapping[int, float]) -> TurnChannel:
         """In-window turns, scored by recency decay; ranked by decay x content relevance (default).
 
         Why not by decay alone (``temporal_order: recency``): a window often holds most of a
@@ -194,17 +215,7 @@ class HybridMemory:
         the channel votes for "relevant AND in the asked time", which is what the question means.
         """
         stamps = [u.timestamp for u in self.state.units]
-        ref = question.question_date or max((t for t in stamps if t is not None), default=None)
-        if ref is None:
-            notes["temporal"] = "abstained: no question date and no unit timestamps"
-            return None
-        windows = parse_time_windows(question.question, ref)
-        if not windows:
-            notes["temporal"] = "abstained: no time expression"
-            return None
-        notes["temporal"] = [
-            {"expression": w.expression, "start": w.start.isoformat(), "end": w.end.isoformat()} for w in windows
-        ]
+        ref = self._reference_time(question)
         p = self.params
         decay, mask = temporal_scores(stamps, windows, ref, p.half_life_days, p.temporal_slack_days)
         if p.temporal_order == "recency" or not content:
@@ -238,13 +249,32 @@ class HybridMemory:
                 seeds[i] = max(seeds.get(i, 0.0), 1.0 / r)
         return seeds
 
-    def _level(self, channel: str, t: TurnChannel, idx: BuiltIndex, question: QuestionRow) -> ChannelOutput:
+    def _fusion_weights(self, outputs: Mapping[str, ChannelOutput], notes: dict) -> dict[str, float]:
+        """Configured channel weights; with ``temporal_selectivity`` the temporal weight is scaled
+        by the information its window carries, log2(candidates / candidates in the window),
+        capped at ``temporal_selectivity_cap``.
+
+        Why: a window holding half the haystack halves the candidates (1 bit) and should vote
+        like any channel; one holding a tenth of it (3.3 bits, e.g. "10 days ago") is far more
+        decisive than a content channel that cannot tell generic wording ("a kitchen
+        appliance") from the evidence, and a window holding nearly everything says nothing.
+        """
+        p, weights = self.params, self.params.weights.as_dict()
+        temporal = outputs.get("temporal")
+        if p.temporal_selectivity and temporal is not None:
+            n = len(temporal.scores)
+            bits = float(np.log2(n / max(len(temporal.ranking), 1))) if n else 0.0
+            weights["temporal"] *= min(bits, p.temporal_selectivity_cap)
+            notes["temporal_weight"] = round(weights["temporal"], 4)
+        return weights
+
+    def _level(self, channel: str, t: TurnChannel, idx: BuiltIndex, query: str) -> ChannelOutput:
         """Channel output at the retrieval granularity (turn scores pooled per session if asked)."""
         p = self.params
         if p.granularity == "turn":
             return ChannelOutput(t.scores, ranking_from_array(t.key, t.mask, p.channel_depth))
         if channel == "bm25" and idx.session_bm25 is not None:
-            s = idx.session_bm25.scores(question.question)
+            s = idx.session_bm25.scores(query)
             return ChannelOutput(s, ranking_from_array(s, s > 0, p.channel_depth))
         scores, has = _pool(t.scores, t.mask, idx, p.session_pool)
         key, _ = _pool(t.key, t.mask, idx, p.session_pool)

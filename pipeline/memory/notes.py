@@ -108,6 +108,7 @@ def parse_notes(reply: str, turn_ids: Mapping[int, str]) -> list[tuple[str, tupl
 class NotesMemory:
     """LLM-written notes per session; top-k notes by cosine to the question."""
 
+    params_model = NotesParams
     kind = KIND
     uses_encoder = True
     uses_llm = True

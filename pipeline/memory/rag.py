@@ -54,6 +54,7 @@ def session_chunks(haystack_id: str, hs: HaystackSession, chunk_tokens: int) -> 
 class RagMemory:
     """Turn units (or session chunks) in a flat inner-product index; top-k by cosine."""
 
+    params_model = RagParams
     kind = KIND
     uses_encoder = True
     uses_llm = False

@@ -62,6 +62,7 @@ def summary_unit(haystack_id: str, hs: HaystackSession) -> MemoryUnit:
 class SummariesMemory:
     """One unit per session summary; top-k summaries by cosine to the question."""
 
+    params_model = SummariesParams
     kind = KIND
     uses_encoder = True
     uses_llm = False

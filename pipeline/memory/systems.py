@@ -1,9 +1,9 @@
 """Configured memory systems: which apply to a dataset, their unit hash, how to build them.
 
-Why a unit hash beyond ``ComponentConfig.config_hash``: what a memory holds also depends on the
-dataset's ``index_roles``, on the embedding model (retrieval) and, for LLM systems, on the LLM
-model; a change in any of them must invalidate stored ingestion and retrieval rows, or a report
-would mix results of two different systems under one name.
+The unit hash covers the system's resolved params (code defaults included), the dataset's
+``index_roles``, the embedding model (retrieval) and, for LLM systems, the LLM model; a change in
+any of them must invalidate stored ingestion and retrieval rows, or a report would mix results
+of two different systems under one name.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from pipeline.config import BenchmarkConfig, ComponentConfig
 from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MEMORY_SYSTEMS, MemoryDeps, MemorySystem
-from pipeline.memory.params import MemoryConfigError
+from pipeline.memory.params import MemoryConfigError, parse_params
 from pipeline.stage import UnitSpec
 from resources.embeddings import embedding_variant
 
@@ -69,9 +70,18 @@ class SystemSpec:
         return self.cls(dict(self.config.params), deps)
 
 
+def resolved_params(component: ComponentConfig, cls: type[MemorySystem]) -> dict[str, Any]:
+    """Every parameter the system runs with, defaults filled in (a bad param fails loudly).
+
+    Why hash these and not the YAML block: a changed default in the code changes what the system
+    computes, so it must invalidate stored results just as a changed YAML value does.
+    """
+    return parse_params(cls.params_model, component.params, component.kind).model_dump(mode="json")
+
+
 def unit_hash(component: ComponentConfig, cls: type[MemorySystem], bench: BenchmarkConfig, dataset: str) -> str:
     parts: dict[str, object] = {
-        "system": component.config_hash(),
+        "system": {"kind": component.kind, "params": resolved_params(component, cls)},
         "index_roles": bench.dataset(dataset).index_roles,
     }
     if uses_encoder(cls):

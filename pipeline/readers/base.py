@@ -84,6 +84,7 @@ class Reader(Protocol):
 
     kind: str
     label: str
+    params_model: type[ReaderParams]  # its params schema: the resolved params enter the unit hash
     uses_encoder: bool
     uses_llm: bool
     thread_safe: bool

@@ -42,6 +42,7 @@ class LLMReaderParams(ReaderParams):
 
 @READERS.register(KIND)
 class LLMReader:
+    params_model = LLMReaderParams
     kind = KIND
     label = LABEL_LLM
     uses_encoder = False

@@ -101,6 +101,7 @@ def best_span(question: str, spans: list[Span], sims: np.ndarray) -> tuple[Span,
 
 @READERS.register(KIND)
 class OfflineReader:
+    params_model = OfflineReaderParams
     kind = KIND
     label = LABEL_OFFLINE
     uses_encoder = True

@@ -36,6 +36,7 @@ from pipeline.readers.base import (
     ReadInput,
     build_reader,
     load_readers,
+    parse_params,
     retrieval_from_row,
 )
 from pipeline.records import QuestionRow
@@ -76,8 +77,10 @@ def answer_units(cfg: BenchmarkConfig, dataset: str) -> list[AnswerUnit]:
     units = []
     for system in system_specs(cfg, dataset):
         for rc in configured_readers(cfg, dataset):
-            identity = reader_class(rc).identity(rc.params, cfg)
-            h = _hash({"system": system.unit_hash, "reader": rc.config_hash(), "identity": identity})
+            cls = reader_class(rc)
+            params = parse_params(cls.params_model, rc.params, rc.kind).model_dump(mode="json")
+            identity = cls.identity(rc.params, cfg)
+            h = _hash({"system": system.unit_hash, "reader": [rc.kind, params], "identity": identity})
             units.append(AnswerUnit(system.name, system.unit_hash, rc, UnitSpec(f"{system.name}/{rc.name}", h)))
     return units
 

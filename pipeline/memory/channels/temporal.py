@@ -343,3 +343,17 @@ def temporal_scores(
         age = max((ref - ts).total_seconds() / 86400.0, 0.0)
         scores[i], mask[i] = math.exp(-lam * age), True
     return scores, mask
+
+
+def strip_expressions(text: str, windows: Sequence[TimeWindow]) -> str:
+    """``text`` without the time expressions its windows were parsed from.
+
+    Why: "What kitchen appliance did I buy 10 days ago?" asks the content channels about a
+    kitchen appliance; "10 days ago" is the temporal channel's business and only adds noise
+    words ("days") to BM25 and the embedding. Returns ``text`` unchanged when nothing is left.
+    """
+    out = text
+    for part in (part for w in windows for part in w.expression.split(" in ")):  # "<weekday> in <window>"
+        out = re.sub(re.escape(part), " ", out, flags=re.IGNORECASE)
+    out = re.sub(r"\s+", " ", out).strip()
+    return out if re.search(r"\w", out) else text
