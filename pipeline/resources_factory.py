@@ -25,19 +25,8 @@ def build_llm(cfg: BenchmarkConfig) -> LLMResource | dg.ResourceDefinition:
     llm = cfg.llm
     key: Any = dg.EnvVar(llm.api_key_env) if os.environ.get(llm.api_key_env) else ""
     prices = (PROJECT_ROOT / cfg.prices_path).resolve()
-    return LLMResource(
-        base_url=llm.base_url,
-        model=llm.model,
-        api_key=key,
-        api_key_env=llm.api_key_env,
-        temperature=llm.temperature,
-        max_tokens=llm.max_tokens,
-        timeout_s=llm.timeout_s,
-        max_retries=llm.max_retries,
-        max_concurrency=llm.max_concurrency,
-        cache_dir=str(cfg.resolved_results_dir() / CACHE_SUBDIR),
-        prices_path=str(prices),
-    )
+    cache_dir = cfg.resolved_results_dir() / CACHE_SUBDIR
+    return LLMResource.from_config(llm, cache_dir=str(cache_dir), prices_path=str(prices), api_key=key)
 
 
 def build_resources(cfg: BenchmarkConfig) -> dict[str, Any]:

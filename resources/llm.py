@@ -123,12 +123,19 @@ class LLMResource(dg.ConfigurableResource):
     # ---- construction ----------------------------------------------------------------------
     @classmethod
     def from_config(
-        cls, cfg: LLMConfig, *, cache_dir: str | Path, prices_path: str | Path = DEFAULT_PRICES
+        cls,
+        cfg: LLMConfig,
+        *,
+        cache_dir: str | Path,
+        prices_path: str | Path = DEFAULT_PRICES,
+        api_key: str | dg.EnvVar = "",
     ) -> LLMResource:
-        """A resource for ``cfg``; the key is read from ``$<cfg.api_key_env>`` when first needed."""
+        """A resource for ``cfg``. ``api_key`` is a ``dg.EnvVar`` in Definitions; empty, the key is
+        read from ``$<cfg.api_key_env>`` when first needed."""
         return cls(
             base_url=cfg.base_url,
             model=cfg.model,
+            api_key=api_key,
             api_key_env=cfg.api_key_env,
             temperature=cfg.temperature,
             max_tokens=cfg.max_tokens,

@@ -27,7 +27,13 @@ are argued in pipeline.memory.hybrid_params):
   newest sessions whatever they are about; habitual ("on Fridays") and future ("tonight") phrases
   open no window;
 - sessions: max-pooled turn scores for semantic / graph / temporal, BM25 on the whole session
-  text (multi-evidence sessions add up their term matches).
+  text (multi-evidence sessions add up their term matches);
+- the temporal vote is weighted by how selective its window is (log2 of candidates over
+  in-window candidates, capped): "10 days ago" singles out a few sessions and should outvote
+  content channels that cannot tell "a kitchen appliance" from the smoker bought that day,
+  while "this year" says nothing;
+- the content channels get the question without its time expressions ("10 days ago" is the
+  temporal channel's business and only adds noise terms to BM25 and the embedding).
 """
 
 from __future__ import annotations

@@ -22,10 +22,9 @@ from pipeline.corpus import HaystackSession
 from pipeline.llm_protocol import ChatClient
 from pipeline.memory.base import MEMORY_SYSTEMS, MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, format_date, ranked_result
-from pipeline.memory.params import MemoryConfigError, SystemParams, parse_params
-from pipeline.memory.rag import require_encoder
+from pipeline.memory.params import MemoryConfigError, SystemParams
 from pipeline.memory.units import KIND_NOTE
-from pipeline.memory.vector import VectorIndex
+from pipeline.memory.vector import VectorMemory
 from pipeline.records import QuestionRow, TurnRow
 
 KIND = "notes"
@@ -105,25 +104,21 @@ def parse_notes(reply: str, turn_ids: Mapping[int, str]) -> list[tuple[str, tupl
 
 
 @MEMORY_SYSTEMS.register(KIND)
-class NotesMemory:
+class NotesMemory(VectorMemory[NotesParams]):
     """LLM-written notes per session; top-k notes by cosine to the question."""
 
     params_model = NotesParams
     kind = KIND
-    uses_encoder = True
     uses_llm = True
 
     def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
-        self.params = parse_params(NotesParams, params, KIND)
         if deps.llm is None:
             raise MemoryConfigError(
                 f"memory system kind {KIND!r} needs an LLM, but the benchmark config has no `llm:` "
                 "block (base_url, model); add one or remove this system from memory_systems"
             )
-        require_encoder(deps, KIND)
-        assert deps.encoder is not None
+        super().__init__(params, deps)
         self.llm: ChatClient = deps.llm
-        self.index = VectorIndex(deps.encoder)
         self.log = deps.log
 
     def ingest_session(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:
@@ -152,10 +147,6 @@ class NotesMemory:
         ]
         self.index.add(added)
         return added
-
-    def restore(self, units: list[MemoryUnit]) -> None:
-        self.index.add(list(units))
-        self.index.build()  # embed now, so the first question's latency is retrieval only
 
     def retrieve(self, question: QuestionRow) -> RetrievalResult:
         ranked = self.index.search(question.question, self.params.top_k)

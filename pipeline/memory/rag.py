@@ -10,16 +10,16 @@ The context lists the retrieved units in time order (default, dated session bloc
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from pipeline.corpus import HaystackSession
-from pipeline.memory.base import MEMORY_SYSTEMS, MemoryDeps, MemoryUnit, RetrievalResult
+from pipeline.memory.base import MEMORY_SYSTEMS, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, ranked_result
-from pipeline.memory.params import MemoryConfigError, SystemParams, parse_params
+from pipeline.memory.params import SystemParams
 from pipeline.memory.units import KIND_SESSION, chunk_turns, session_unit, turn_units
-from pipeline.memory.vector import VectorIndex
+from pipeline.memory.vector import VectorMemory
 from pipeline.records import QuestionRow
 
 KIND = "rag"
@@ -35,11 +35,6 @@ class RagParams(SystemParams):
     chunk_tokens: int = Field(default=200, gt=0)  # session granularity: tokens per embedded chunk
 
 
-def require_encoder(deps: MemoryDeps, kind: str) -> None:
-    if deps.encoder is None:
-        raise MemoryConfigError(f"memory system kind {kind!r} needs an embedding encoder; none was given")
-
-
 def session_chunks(haystack_id: str, hs: HaystackSession, chunk_tokens: int) -> list[MemoryUnit]:
     """Chunk units ``<session_key>#c<i>`` (kind 'session'), each with the turn ids it covers."""
     units = []
@@ -51,19 +46,11 @@ def session_chunks(haystack_id: str, hs: HaystackSession, chunk_tokens: int) -> 
 
 
 @MEMORY_SYSTEMS.register(KIND)
-class RagMemory:
+class RagMemory(VectorMemory[RagParams]):
     """Turn units (or session chunks) in a flat inner-product index; top-k by cosine."""
 
     params_model = RagParams
     kind = KIND
-    uses_encoder = True
-    uses_llm = False
-
-    def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
-        self.params = parse_params(RagParams, params, KIND)
-        require_encoder(deps, KIND)
-        assert deps.encoder is not None
-        self.index = VectorIndex(deps.encoder)
 
     def ingest_session(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:
         if self.params.granularity == GRANULARITY_SESSION:
@@ -72,10 +59,6 @@ class RagMemory:
             added = turn_units(haystack_id, session)
         self.index.add(added)
         return added
-
-    def restore(self, units: list[MemoryUnit]) -> None:
-        self.index.add(list(units))
-        self.index.build()  # embed now, so the first question's latency is retrieval only
 
     def _ranked(self, question: QuestionRow) -> list[tuple[MemoryUnit, float]]:
         if self.params.granularity == GRANULARITY_TURN:

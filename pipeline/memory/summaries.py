@@ -10,17 +10,16 @@ this system: ingestion fails with "dataset has no session summaries", recorded a
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from pipeline.corpus import HaystackSession
-from pipeline.memory.base import MEMORY_SYSTEMS, MemoryDeps, MemoryUnit, RetrievalResult
+from pipeline.memory.base import MEMORY_SYSTEMS, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, ranked_result
-from pipeline.memory.params import SystemParams, parse_params
-from pipeline.memory.rag import require_encoder
+from pipeline.memory.params import SystemParams
 from pipeline.memory.units import KIND_SUMMARY
-from pipeline.memory.vector import VectorIndex
+from pipeline.memory.vector import VectorMemory
 from pipeline.records import QuestionRow
 
 KIND = "summaries"
@@ -59,19 +58,11 @@ def summary_unit(haystack_id: str, hs: HaystackSession) -> MemoryUnit:
 
 
 @MEMORY_SYSTEMS.register(KIND)
-class SummariesMemory:
+class SummariesMemory(VectorMemory[SummariesParams]):
     """One unit per session summary; top-k summaries by cosine to the question."""
 
     params_model = SummariesParams
     kind = KIND
-    uses_encoder = True
-    uses_llm = False
-
-    def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
-        self.params = parse_params(SummariesParams, params, KIND)
-        require_encoder(deps, KIND)
-        assert deps.encoder is not None
-        self.index = VectorIndex(deps.encoder)
 
     def ingest_session(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:
         if not session.turns and not (session.session.summary or "").strip():
@@ -79,10 +70,6 @@ class SummariesMemory:
         added = [summary_unit(haystack_id, session)]
         self.index.add(added)
         return added
-
-    def restore(self, units: list[MemoryUnit]) -> None:
-        self.index.add(list(units))
-        self.index.build()  # embed now, so the first question's latency is retrieval only
 
     def retrieve(self, question: QuestionRow) -> RetrievalResult:
         ranked = self.index.search(question.question, self.params.top_k)

@@ -9,11 +9,15 @@ haystack never pays for embeddings a run does not use, and a restored memory emb
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Generic, TypeVar
 
 import faiss
 import numpy as np
 
-from pipeline.memory.base import Encoder, MemoryUnit
+from pipeline.memory.base import Encoder, MemoryDeps, MemoryUnit
+from pipeline.memory.params import MemoryConfigError, SystemParams, parse_params
+
+P = TypeVar("P", bound=SystemParams)
 
 
 class VectorIndex:
@@ -76,3 +80,29 @@ class LazyEncoder:
         if self._encoder is None:
             self._encoder = self._factory()
         return self._encoder.encode(texts)
+
+
+def require_encoder(deps: MemoryDeps, kind: str) -> Encoder:
+    """The encoder of ``deps``; a memory that embeds cannot run without one (config error)."""
+    if deps.encoder is None:
+        raise MemoryConfigError(f"memory system kind {kind!r} needs an embedding encoder; none was given")
+    return deps.encoder
+
+
+class VectorMemory(Generic[P]):
+    """What the embedding-indexed memories (rag, summaries, notes) share: strict params of
+    ``params_model``, a required encoder, one flat index, and a restore that embeds at once
+    (so the first question's latency is retrieval only). Subclasses decide what a unit is."""
+
+    kind: ClassVar[str]
+    params_model: ClassVar[type[Any]]
+    uses_encoder = True
+    uses_llm = False
+
+    def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
+        self.params: P = parse_params(self.params_model, params, self.kind)
+        self.index = VectorIndex(require_encoder(deps, self.kind))
+
+    def restore(self, units: list[MemoryUnit]) -> None:
+        self.index.add(list(units))
+        self.index.build()
