@@ -33,9 +33,9 @@ Measured (all 418 questions, session granularity, default hybrid params, 2-core 
     bm25_only              0.957   0.859   0.896
     semantic_only          0.962   0.868   0.893
     semantic+bm25          0.983   0.911   0.923
-    hybrid                 0.986   0.938   0.940
-    hybrid-no-semantic     0.962   0.888   0.905
-    hybrid-no-bm25         0.969   0.895   0.911
+    hybrid                 0.986   0.935   0.940
+    hybrid-no-semantic     0.962   0.888   0.907
+    hybrid-no-bm25         0.969   0.900   0.912
     hybrid-no-graph        0.988   0.914   0.931
     hybrid-no-temporal     0.981   0.931   0.934
 

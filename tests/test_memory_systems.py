@@ -223,3 +223,12 @@ def test_unit_hash_covers_resolved_params(params: dict, same_as_default: bool) -
 
     assert (hash_of(params) == hash_of({})) is same_as_default
     assert resolved_params(ComponentConfig(name="h", kind="hybrid", params=params), HybridMemory)["top_k"] == 20
+
+
+def test_unit_hash_changes_with_the_system_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A code change that alters results bumps ``version``; stored rows of the old code are redone."""
+    ds = DatasetConfig(name="d", loader="locomo", path="x.json")
+    bench = BenchmarkConfig(datasets=(ds,), memory_systems=(ComponentConfig(name="h", kind="hybrid"),))
+    before = system_specs(bench, "d")[0].unit_hash
+    monkeypatch.setattr(HybridMemory, "version", HybridMemory.version + 1)
+    assert system_specs(bench, "d")[0].unit_hash != before

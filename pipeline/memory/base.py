@@ -85,6 +85,7 @@ class MemorySystem(Protocol):
 
     kind: str
     params_model: type[BaseModel]  # its params schema: the resolved params enter the unit hash
+    version: int  # bump when a code change alters what it stores or returns for the same params
 
     def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None: ...
 

@@ -32,6 +32,7 @@ class FullContextMemory:
     """Keeps every indexed turn; ``retrieve`` returns them all (ranked in time order)."""
 
     params_model = FullContextParams
+    version = 1
     kind = KIND
     uses_encoder = False
     uses_llm = False

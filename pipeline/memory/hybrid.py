@@ -67,11 +67,13 @@ RERANK_SKIPPED = "skipped: no cross-encoder configured"
 
 @dataclass
 class TurnChannel:
-    """A channel over turns: reported score, the key it ranks by, and the turns it ranks."""
+    """A channel over turns: reported score, the key it ranks by, and the turns it ranks;
+    ``window_share`` (temporal only): the share of the memory's turns inside the time window."""
 
     scores: np.ndarray
     key: np.ndarray
     mask: np.ndarray
+    window_share: float | None = None
 
 
 @dataclass
@@ -80,6 +82,7 @@ class ChannelOutput:
 
     scores: np.ndarray
     ranking: list[int]
+    window_share: float | None = None
 
 
 @MEMORY_SYSTEMS.register("hybrid")
@@ -87,6 +90,7 @@ class HybridMemory:
     """Semantic + BM25 + graph + temporal retrieval fused by RRF (see module docstring)."""
 
     params_model = HybridParams
+    version = 1
     kind = "hybrid"
 
     def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
@@ -145,7 +149,8 @@ class HybridMemory:
         fusion of the content channels (semantic, bm25) computed first.
         """
         p = self.params
-        windows = self._windows(question, notes)
+        ref = self._reference_time(question)
+        windows = self._windows(question, ref, notes)
         query = strip_expressions(question.question, windows) if p.strip_time_expressions else question.question
         turn = self._content_channels(query, idx)
         content = rrf(
@@ -154,7 +159,7 @@ class HybridMemory:
             weights=p.weights.as_dict(),
         )
         if p.channels.temporal and windows:
-            turn["temporal"] = self._temporal(question, windows, content)
+            turn["temporal"] = self._temporal(ref, windows, content)
         if p.channels.graph and idx.adjacency is not None:
             rankings = {c: ranking_from_array(t.key, t.mask, p.channel_depth) for c, t in turn.items()}
             seeds = self._graph_seeds(rankings, question.question)
@@ -193,9 +198,8 @@ class HybridMemory:
         expanded = qvec / max(float(np.linalg.norm(qvec)), 1e-12) + p.prf_weight * vectors[top].mean(axis=0)
         return cosine_scores(expanded, vectors)
 
-    def _windows(self, question: QuestionRow, notes: dict) -> list[TimeWindow]:
-        """The question's time windows relative to its date (or the newest unit); noted."""
-        ref = self._reference_time(question)
+    def _windows(self, question: QuestionRow, ref: dt.datetime | None, notes: dict) -> list[TimeWindow]:
+        """The question's time windows relative to ``ref`` (its date, or the newest unit); noted."""
         if ref is None:
             notes["temporal"] = "abstained: no question date and no unit timestamps"
             return []
@@ -212,7 +216,7 @@ class HybridMemory:
         stamps = [u.timestamp for u in self.state.units if u.timestamp is not None]
         return question.question_date or max(stamps, default=None)
 
-    def _temporal(self, question: QuestionRow, windows: list[TimeWindow], content: Mapping[int, float]) -> TurnChannel:
+    def _temporal(self, ref: dt.datetime, windows: list[TimeWindow], content: Mapping[int, float]) -> TurnChannel:
         """In-window turns, scored by recency decay; ranked by decay x content relevance (default).
 
         Why not by decay alone (``temporal_order: recency``): a window often holds most of a
@@ -221,16 +225,16 @@ class HybridMemory:
         the channel votes for "relevant AND in the asked time", which is what the question means.
         """
         stamps = [u.timestamp for u in self.state.units]
-        ref = self._reference_time(question)
         p = self.params
         decay, mask = temporal_scores(stamps, windows, ref, p.half_life_days, p.temporal_slack_days)
+        share = float(mask.mean())
         if p.temporal_order == "recency" or not content:
-            return TurnChannel(decay, decay, mask)
+            return TurnChannel(decay, decay, mask, share)
         relevance = np.zeros(len(stamps))
         for i, v in content.items():
             relevance[i] = v
         key = decay * relevance
-        return TurnChannel(decay, key, mask & (key > 0))
+        return TurnChannel(decay, key, mask & (key > 0), share)
 
     def _graph_seeds(self, turn_rankings: Mapping[str, list[int]], question: str) -> dict[int, float]:
         """Seeds: the top ``graph_seeds`` turns of the other channels' RRF fusion and up to
@@ -257,8 +261,8 @@ class HybridMemory:
 
     def _fusion_weights(self, outputs: Mapping[str, ChannelOutput], notes: dict) -> dict[str, float]:
         """Configured channel weights; with ``temporal_selectivity`` the temporal weight is scaled
-        by the information its window carries, log2(candidates / candidates in the window),
-        capped at ``temporal_selectivity_cap``.
+        by the information its window carries, log2(1 / share of the memory's turns in the
+        window), capped at ``temporal_selectivity_cap``.
 
         Why: a window holding half the haystack halves the candidates (1 bit) and should vote
         like any channel; one holding a tenth of it (3.3 bits, e.g. "10 days ago") is far more
@@ -267,9 +271,8 @@ class HybridMemory:
         """
         p, weights = self.params, self.params.weights.as_dict()
         temporal = outputs.get("temporal")
-        if p.temporal_selectivity and temporal is not None:
-            n = len(temporal.scores)
-            bits = float(np.log2(n / max(len(temporal.ranking), 1))) if n else 0.0
+        if p.temporal_selectivity and temporal is not None and temporal.window_share is not None:
+            bits = float(np.log2(1.0 / temporal.window_share)) if temporal.window_share > 0 else np.inf
             weights["temporal"] *= min(bits, p.temporal_selectivity_cap)
             notes["temporal_weight"] = round(weights["temporal"], 4)
         return weights
@@ -278,13 +281,13 @@ class HybridMemory:
         """Channel output at the retrieval granularity (turn scores pooled per session if asked)."""
         p = self.params
         if p.granularity == "turn":
-            return ChannelOutput(t.scores, ranking_from_array(t.key, t.mask, p.channel_depth))
+            return ChannelOutput(t.scores, ranking_from_array(t.key, t.mask, p.channel_depth), t.window_share)
         if channel == "bm25" and idx.session_bm25 is not None:
             s = idx.session_bm25.scores(query)
             return ChannelOutput(s, ranking_from_array(s, s > 0, p.channel_depth))
         scores, has = _pool(t.scores, t.mask, idx, p.session_pool)
         key, _ = _pool(t.key, t.mask, idx, p.session_pool)
-        return ChannelOutput(scores, ranking_from_array(key, has, p.channel_depth))
+        return ChannelOutput(scores, ranking_from_array(key, has, p.channel_depth), t.window_share)
 
     # ---- rerank and output ----------------------------------------------------------------
     def _rerank(self, query: str, order: list[int], idx: BuiltIndex, notes: dict) -> tuple[list[int], dict[int, float]]:

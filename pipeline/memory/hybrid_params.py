@@ -27,8 +27,11 @@ held-out half B; recall_any@5 / recall_all@5 / ndcg_any@10):
   HybridMemory._fusion_weights and channels.temporal.strip_expressions): A .971/.919/.922 ->
   .976/.914/.926, B .986/.947/.946 -> .986/.952/.953.
 - ``rrf_k`` 5 and ``hops`` 1 [2], the best of {5, 10} x {1, 2} on A (.986/.928/.932; k 10 /
-  hops 2 gave .976/.914/.926); on B .986/.947/.950. All 418: .986 / .938 / .940 (was .978 /
-  .933 / .934 before the second round).
+  hops 2 gave .976/.914/.926); on B .986/.947/.950.
+- Final (selectivity from the share of the memory's turns in the window): A .986/.923/.932,
+  B .986/.947/.951, all 418: .986 / .935 / .940 (was .978 / .933 / .934 before this round).
+  The 6 remaining misses: 2 preference questions, "previous occupation", and 3 temporal ones
+  (one gold session dated 10 days before "5 days ago").
 
 """
 

@@ -108,6 +108,7 @@ class NotesMemory(VectorMemory[NotesParams]):
     """LLM-written notes per session; top-k notes by cosine to the question."""
 
     params_model = NotesParams
+    version = 1
     kind = KIND
     uses_llm = True
 

@@ -50,6 +50,7 @@ class RagMemory(VectorMemory[RagParams]):
     """Turn units (or session chunks) in a flat inner-product index; top-k by cosine."""
 
     params_model = RagParams
+    version = 1
     kind = KIND
 
     def ingest_session(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:

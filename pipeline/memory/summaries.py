@@ -62,6 +62,7 @@ class SummariesMemory(VectorMemory[SummariesParams]):
     """One unit per session summary; top-k summaries by cosine to the question."""
 
     params_model = SummariesParams
+    version = 1
     kind = KIND
 
     def ingest_session(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:

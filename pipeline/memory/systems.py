@@ -1,6 +1,7 @@
 """Configured memory systems: which apply to a dataset, their unit hash, how to build them.
 
-The unit hash covers the system's resolved params (code defaults included), the dataset's
+The unit hash covers the system's ``version`` (bumped when its code changes what it returns for
+the same params), its resolved params (code defaults included), the dataset's
 ``index_roles``, the embedding model (retrieval) and, for LLM systems, the LLM model; a change in
 any of them must invalidate stored ingestion and retrieval rows, or a report would mix results
 of two different systems under one name.
@@ -81,7 +82,7 @@ def resolved_params(component: ComponentConfig, cls: type[MemorySystem]) -> dict
 
 def unit_hash(component: ComponentConfig, cls: type[MemorySystem], bench: BenchmarkConfig, dataset: str) -> str:
     parts: dict[str, object] = {
-        "system": {"kind": component.kind, "params": resolved_params(component, cls)},
+        "system": {"kind": component.kind, "version": cls.version, "params": resolved_params(component, cls)},
         "index_roles": bench.dataset(dataset).index_roles,
     }
     if uses_encoder(cls):
