@@ -13,7 +13,14 @@ from dagster import AssetExecutionContext
 from pipeline.metrics.retrieval import gold_protocol
 from pipeline.report import html as report_html
 from pipeline.report.build import REPORT_HTML, RESULTS_JSON, collect, write_html, write_json
-from pipeline.report.retrieval_table import build_dataset_table, outcome_counts, table_path
+from pipeline.report.retrieval_table import (
+    build_dataset_table,
+    fingerprint_path,
+    input_fingerprint,
+    outcome_counts,
+    stored_table_if_current,
+    table_path,
+)
 from pipeline.report.sql import view_names
 from resources.benchmark import BenchmarkResource
 
@@ -51,8 +58,14 @@ def retrieval_report(context: AssetExecutionContext, benchmark: BenchmarkResourc
             raise dg.Failure(f"no retrievals under {store.parquet_root}: materialize the retrievals asset first")
         for ds in cfg.datasets:
             protocol = gold_protocol(ds.loader)
-            table = build_dataset_table(con, ds.name, protocol)
-            store.write(table_path(store, ds.name), table)
+            fingerprint = input_fingerprint(store, ds.name, protocol)
+            table = stored_table_if_current(store, ds.name, fingerprint)
+            if table is None:
+                table = build_dataset_table(con, ds.name, protocol)
+                store.write(table_path(store, ds.name), table)
+                fingerprint_path(store, ds.name).write_text(fingerprint)
+            else:
+                context.log.info(f"retrieval_report {ds.name}: inputs unchanged since the stored table; kept")
             counts = outcome_counts(table)
             totals.update(counts)
             per_dataset[ds.name] = {"protocol": protocol, "rows": table.num_rows, **counts}

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import dagster as dg
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from assets.reports import benchmark_report, retrieval_report
@@ -34,6 +35,7 @@ from pipeline.records import (
     TurnRow,
     rows_to_table,
 )
+from pipeline.report.retrieval_table import table_path
 from pipeline.report.summary import summarize_for_cli
 from pipeline.stage import stage_schema
 from resources.benchmark import BenchmarkResource
@@ -442,3 +444,24 @@ def test_load_failures_count_as_questions_and_failures(tmp_path: Path) -> None:
     assert (r["n_dataset_questions"], r["n_missing"], r["n_failed_answer"], r["n_scored"]) == (2, 0, 1, 1)
     types = con.execute("SELECT type_raw, n_failed_answer FROM accuracy_by_type ORDER BY 1").fetchall()
     assert types == [("(unknown)", 1), ("t", 0)]
+
+
+def test_retrieval_report_keeps_a_table_whose_inputs_did_not_change(tmp_path: Path) -> None:
+    """An immediate re-run reuses the metric tables; a replaced retrieval file rebuilds its dataset's."""
+    store = build_store(tmp_path / "results")
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(CONFIG.format(root=store.root))
+    resources = {"benchmark": BenchmarkResource(config_path=str(cfg))}
+
+    def run() -> dict[str, int]:
+        assert dg.materialize([retrieval_report], resources=resources).success
+        return {ds: table_path(store, ds).stat().st_mtime_ns for ds in ("lme", "loco", "mc")}
+
+    first = run()
+    assert run() == first  # nothing rewritten
+    lme_file = next((store.parquet_root / "retrievals").glob("lme__*.parquet"))
+    pq.write_table(pq.read_table(lme_file), lme_file)  # same rows, a new file: inputs changed
+    third = run()
+    assert third["lme"] != first["lme"] and third["loco"] == first["loco"]
+    with store.connect() as con:
+        assert con.sql("SELECT count(*) FROM retrieval_metrics WHERE dataset = 'lme'").fetchall()[0][0] > 0

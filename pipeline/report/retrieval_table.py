@@ -10,6 +10,7 @@ so exclusions and failures are counted instead of vanishing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.metrics.retrieval import (
     LEVELS,
@@ -79,6 +81,41 @@ SELECT * FROM turns WHERE dataset = ? AND session_key IN
 
 def table_path(store: ResultStore, dataset: str) -> Path:
     return store.parquet_root / TABLE / f"{dataset}.parquet"
+
+
+# bump when a metric definition or the gold derivation changes: stored tables are then rebuilt
+METRICS_VERSION = 1
+_INPUT_TABLES = ("questions", "turns", "evidence")
+
+
+def input_fingerprint(store: ResultStore, dataset: str, protocol: str) -> str:
+    """Hash of what ``dataset``'s metric table is computed from: every retrieval file of the
+    dataset and its canonical questions / turns / evidence (path, size, mtime), the gold
+    protocol and METRICS_VERSION.
+
+    Why: recomputing the metrics of thousands of questions takes most of an otherwise free
+    re-run; files are only ever replaced by atomic rename, so an unchanged (size, mtime) set
+    means unchanged inputs (the rule ``make`` relies on).
+    """
+    files = sorted((store.parquet_root / "retrievals").glob(f"{dataset}__*.parquet"))
+    files += [store.canonical_path(dataset, t) for t in _INPUT_TABLES]
+    h = hashlib.sha256(f"{METRICS_VERSION}|{protocol}".encode())
+    for f in files:
+        st = f.stat() if f.exists() else None
+        h.update(f"|{f.name}:{st.st_size if st else -1}:{st.st_mtime_ns if st else -1}".encode())
+    return h.hexdigest()
+
+
+def fingerprint_path(store: ResultStore, dataset: str) -> Path:
+    return table_path(store, dataset).with_suffix(".inputs")
+
+
+def stored_table_if_current(store: ResultStore, dataset: str, fingerprint: str) -> pa.Table | None:
+    """The stored metric table when it was computed from exactly these inputs, else None."""
+    path, mark = table_path(store, dataset), fingerprint_path(store, dataset)
+    if not (path.exists() and mark.exists()) or mark.read_text().strip() != fingerprint:
+        return None
+    return pq.read_table(path)
 
 
 def load_gold(con: duckdb.DuckDBPyConnection, dataset: str, protocol: str) -> dict[str, Gold]:
