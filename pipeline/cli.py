@@ -40,9 +40,16 @@ def _fmt(v: object) -> str:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
+    """A bad query is the user's typo, not a crash: DuckDB's message (it names the missing
+    column and the candidates) on stderr, exit status 2, no traceback."""
     store = _store(args.config)
     with store.connect() as con:
-        sys.stdout.write(_table(con, args.query) + "\n")
+        try:
+            table = _table(con, args.query)
+        except duckdb.Error as exc:
+            sys.stderr.write(f"membench sql: {exc}\n")
+            return 2
+    sys.stdout.write(table + "\n")
     return 0
 
 
