@@ -8,8 +8,6 @@ typo in a config cannot silently fall back to a default.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -51,11 +49,6 @@ class ComponentConfig(_Strict):
 
     def applies_to(self, dataset: str) -> bool:
         return self.datasets is None or dataset in self.datasets
-
-    def config_hash(self) -> str:
-        """Hash of kind + params: a changed parameter invalidates stored results of this unit."""
-        blob = json.dumps({"kind": self.kind, "params": self.params}, sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 class EmbeddingConfig(_Strict):

@@ -38,7 +38,7 @@ class FullContextMemory:
     uses_llm = False
 
     def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
-        self.params = parse_params(FullContextParams, params, KIND)
+        self.params = parse_params(self.params_model, params, KIND)
         self.units: list[MemoryUnit] = []
 
     def ingest_session(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:

@@ -94,7 +94,7 @@ class HybridMemory:
     kind = "hybrid"
 
     def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
-        self.params = parse_params(HybridParams, params, self.kind)
+        self.params = parse_params(self.params_model, params, self.kind)
         self.deps = deps
         if self.params.channels.semantic and deps.encoder is None:
             raise MemoryConfigError("hybrid: the semantic channel is on but no encoder is configured")

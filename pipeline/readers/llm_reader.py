@@ -50,7 +50,7 @@ class LLMReader:
     thread_safe = True  # the LLM resource bounds concurrency itself
 
     def __init__(self, params: dict[str, Any], deps: ReaderDeps) -> None:
-        self.params = parse_params(LLMReaderParams, params, KIND)
+        self.params = parse_params(self.params_model, params, KIND)
         if deps.llm is None:
             raise ReaderConfigError("reader kind 'llm' needs an LLM endpoint, but the config has no 'llm:' block")
         self.llm = deps.llm

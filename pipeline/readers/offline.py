@@ -109,7 +109,7 @@ class OfflineReader:
     thread_safe = False  # one torch model and one embedding cache: calls are serialised
 
     def __init__(self, params: dict[str, Any], deps: ReaderDeps) -> None:
-        self.params = parse_params(OfflineReaderParams, params, KIND)
+        self.params = parse_params(self.params_model, params, KIND)
         if deps.encoder is None:
             raise ReaderConfigError("reader kind 'offline' needs an embedding encoder; none was given")
         path = self.params.cross_encoder_path
