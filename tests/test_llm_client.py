@@ -295,8 +295,8 @@ def test_chat_many_caps_in_flight_and_keeps_order(make_llm: Any, server: FakeOpe
 
 
 def test_cap_holds_for_callers_with_their_own_threads(make_llm: Any, server: FakeOpenAIServer) -> None:
-    for i in range(8):
-        server.add_rule(f"thread {i} ?", f"t{i}", delay_s=0.08)
+    for i in range(8):  # 0.3 s a reply: two calls overlap even on a loaded CPU
+        server.add_rule(f"thread {i} ?", f"t{i}", delay_s=0.3)
     llm = make_llm(max_concurrency=2)
     replies: dict[int, str | None] = {}
 
