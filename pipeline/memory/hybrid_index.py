@@ -77,7 +77,7 @@ class HybridState:
             self._session_members[sidx].append(idx)
             self._session_of.append(sidx)
             self.units.append(unit)
-            for entity in extract_entities(_body(unit)):
+            for entity in sorted(extract_entities(_body(unit))):  # sorted: no hash-order leak
                 self.postings[entity].append(idx)
         if units:
             self._built = None
@@ -87,10 +87,17 @@ class HybridState:
         return max(2, int(self.params.entity_max_df * len(self.units)))
 
     def entity_units(self, entities: frozenset[str]) -> list[int]:
-        """Units naming any of ``entities`` (rarest entity first; frequent ones ignored)."""
+        """Units naming any of ``entities`` (rarest entity first; frequent ones ignored).
+
+        Ties between equally frequent entities are broken by the entity text: ``entities`` is a
+        frozenset, whose iteration order follows the per-process string hash seed, and the first
+        units of this list become graph seeds, so a hash-order tie-break made the ranking differ
+        between processes.
+        """
         cap = self.entity_cap()
-        lists = sorted((self.postings[e] for e in entities if 0 < len(self.postings.get(e, ())) <= cap), key=len)
-        return list(dict.fromkeys(i for units in lists for i in units))
+        known = [(len(self.postings.get(e, ())), e) for e in entities]
+        ordered = sorted((n, e) for n, e in known if 0 < n <= cap)
+        return list(dict.fromkeys(i for _, e in ordered for i in self.postings[e]))
 
     def session_text(self, sidx: int) -> str:
         return "\n".join(self.units[i].text for i in self._session_members[sidx])
