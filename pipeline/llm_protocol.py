@@ -12,6 +12,7 @@ import email.utils
 import json
 import math
 import random
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -172,6 +173,69 @@ def safe_url(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+MASK = "***"
+MIN_MASK_FRAGMENT = 8  # a key fragment this long (or the whole key, when shorter) is masked
+_SHORT_KEY = 16  # keys shorter than this (local placeholders) are masked as a whole only
+_TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-.~+/=*]")  # "*": servers elide keys as sk-ab****wxyz
+# header / field echoes: "Authorization: Bearer x", "'authorization': 'Basic x'", "api_key=x"
+_CREDENTIAL_FIELD = re.compile(
+    r"""(?ix)
+    (?P<name>\b(?:proxy-)?authorization|\bx-api-key|\bapi[-_]?key|\baccess[-_]?token)
+    (?P<sep>["']?\s*[:=]\s*["']?\s*)
+    (?P<scheme>(?:bearer|basic|token)\s+)?
+    (?P<value>[^\s"',;}\]]+)
+    """
+)
+_BEARER = re.compile(r"(?i)\b(?P<scheme>bearer|basic)\s+(?P<value>[A-Za-z0-9_\-.~+/=*]{6,})")
+
+
+def _masked_spans(lower: str, key: str) -> list[tuple[int, int]]:
+    """Spans of ``lower`` covering any ``MIN_MASK_FRAGMENT``-long piece of ``key`` (lower-cased)."""
+    k = len(key) if len(key) < _SHORT_KEY else MIN_MASK_FRAGMENT
+    grams = {key[i : i + k] for i in range(len(key) - k + 1)}
+    spans: list[tuple[int, int]] = []
+    for i in range(len(lower) - k + 1):
+        if lower[i : i + k] in grams:
+            if spans and i <= spans[-1][1]:
+                spans[-1] = (spans[-1][0], i + k)
+            else:
+                spans.append((i, i + k))
+    return spans
+
+
+def mask_secret(text: str, secret: str | None) -> str:
+    """``text`` with every echo of ``secret`` and every credential header value replaced by ``***``.
+
+    Why more than ``text.replace(secret, ...)``: servers echo keys altered (upper-cased, one
+    character dropped, truncated in "Incorrect API key provided: sk-abc***xyz"), and a stored
+    error text is kept forever in Parquet. So: any run of the text containing a piece of the key
+    of ``MIN_MASK_FRAGMENT`` characters (case-insensitive) is masked together with the whole token
+    around it; keys shorter than 16 characters are masked only whole (case-insensitive), so a
+    short local placeholder does not blank ordinary words. Independently of the key, the value
+    of an ``Authorization`` / ``api_key`` / ``Bearer`` echo is always masked: a server may echo
+    a header that holds another credential than the configured key.
+    """
+    text = _CREDENTIAL_FIELD.sub(lambda m: f"{m['name']}{m['sep']}{m['scheme'] or ''}{MASK}", text)
+    text = _BEARER.sub(lambda m: f"{m['scheme']} {MASK}" if m["value"] != MASK else m[0], text)
+    if not secret or len(secret) < 4:
+        return text
+    spans = _masked_spans(text.lower(), secret.lower())
+    if not spans:
+        return text
+    out: list[str] = []
+    pos = 0
+    for start, end in spans:
+        while start > pos and _TOKEN_CHAR.match(text[start - 1]):
+            start -= 1
+        while end < len(text) and _TOKEN_CHAR.match(text[end]):
+            end += 1
+        if start >= pos:  # else the widened span joins the previous mask, which just grows
+            out += [text[pos:start], MASK]
+        pos = max(pos, end)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def normalise_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ from pipeline.llm_protocol import (
     MalformedReply,
     Message,
     backoff_delay,
+    mask_secret,
     normalise_messages,
     parse_completion,
     parse_retry_after,
@@ -353,10 +354,7 @@ class LLMResource(dg.ConfigurableResource):
 
     def _clean(self, text: str) -> str:
         """Bounded error text with any occurrence of the key masked (servers may echo headers)."""
-        key = self.api_key or os.environ.get(self.api_key_env, "")
-        if key:
-            text = text.replace(key, "***")
-        return text[:MAX_ERROR_CHARS]
+        return mask_secret(text, self.api_key or os.environ.get(self.api_key_env, ""))[:MAX_ERROR_CHARS]
 
     def _store(
         self,
