@@ -1,7 +1,10 @@
 """LLMResource end to end: the real openai client against our fake OpenAI-compatible server.
 
-Every assertion about retries, waits and concurrency is made on what the server actually
-received (request counts, in-flight maximum, Authorization header), not on mocks.
+Every assertion about retries and payloads is made on what the server actually received (request
+counts, Authorization header). Waits and concurrency are proven without the wall clock (the suite
+must pass on a loaded machine): retry waits are recorded by a stand-in ``sleep``, and calls in
+flight are counted inside the resource's concurrency gate, where a ``threading.Barrier`` proves
+that the allowed number of calls really overlap.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +48,54 @@ def prices_file(tmp_path: Path) -> Path:
     path = tmp_path / "prices.yaml"
     path.write_text(f"models:\n  {MODEL}: {{input_per_1m: 2.0, output_per_1m: 10.0}}\n")
     return path
+
+
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Retry waits the resource asked for; they return at once (no test waits on the clock)."""
+    asked: list[float] = []
+    fake_time = types.SimpleNamespace(sleep=asked.append, monotonic=time.monotonic)
+    monkeypatch.setattr("resources.llm.time", fake_time)
+    return asked
+
+
+class GatedClient:
+    """Wraps the resource's openai client: counts calls in flight inside the concurrency gate.
+
+    Each call waits at a ``Barrier(parties)`` before going to the server, so a test finishes only
+    if ``parties`` calls were in flight together (a cap of 1 would break the barrier), while
+    ``max_in_flight`` (counted under a lock, inside the gate) shows the cap was never exceeded.
+    """
+
+    def __init__(self, real: Any, parties: int) -> None:
+        self.real = real
+        self.barrier = threading.Barrier(parties)
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        raw = types.SimpleNamespace(create=self._create)
+        self.chat = types.SimpleNamespace(completions=types.SimpleNamespace(with_raw_response=raw))
+
+    def close(self) -> None:
+        self.real.close()
+
+    def _create(self, **kwargs: Any) -> Any:
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            self.barrier.wait(timeout=120)  # a safety net against a hang, not a timing assertion
+            return self.real.chat.completions.with_raw_response.create(**kwargs)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def gate_client(llm: LLMResource, parties: int) -> GatedClient:
+    rt = llm._runtime()
+    gated = GatedClient(llm._client(rt), parties)
+    rt.client = gated
+    return gated
 
 
 @pytest.fixture
@@ -168,24 +220,30 @@ def test_identical_concurrent_requests_cost_one_call(make_llm: Any, server: Fake
 
 
 # ---- retries ----------------------------------------------------------------------------------
-def test_429_retry_after_is_honoured_over_backoff(make_llm: Any, server: FakeOpenAIServer) -> None:
+def test_429_retry_after_is_honoured_over_backoff(
+    make_llm: Any, server: FakeOpenAIServer, sleeps: list[float]
+) -> None:
     # backoff would wait >= 2.5 s; Retry-After says 0.2 s
     llm = make_llm(backoff_base_s=5.0, backoff_max_s=5.0)
     server.push_faults(Fault.rate_limited("0.2"))
-    t0 = time.monotonic()
     reply = llm.chat(Q)
-    elapsed = time.monotonic() - t0
     assert reply.ok and reply.attempts == 2 and server.request_count == 2
-    assert 0.2 <= elapsed < 1.5
+    assert sleeps == [pytest.approx(0.2)]
 
 
-def test_retry_after_is_capped(make_llm: Any, server: FakeOpenAIServer) -> None:
+def test_retry_after_is_capped(make_llm: Any, server: FakeOpenAIServer, sleeps: list[float]) -> None:
     llm = make_llm(retry_after_cap_s=0.1)
     server.push_faults(Fault.rate_limited("30"))
-    t0 = time.monotonic()
     reply = llm.chat(Q)
     assert reply.ok and server.request_count == 2
-    assert 0.1 <= time.monotonic() - t0 < 1.5
+    assert sleeps == [pytest.approx(0.1)]
+
+
+def test_backoff_waits_between_5xx_retries(make_llm: Any, server: FakeOpenAIServer, sleeps: list[float]) -> None:
+    llm = make_llm(max_retries=3, backoff_base_s=0.5, backoff_max_s=0.75)
+    server.push_faults(*[Fault.server_error(503)] * 3)
+    assert llm.chat(Q).ok and server.request_count == 4
+    assert len(sleeps) == 3 and all(0.0 < s <= 0.75 for s in sleeps)
 
 
 def test_500_then_success(make_llm: Any, server: FakeOpenAIServer) -> None:
@@ -209,20 +267,18 @@ def test_persistent_5xx_is_recorded_failed_after_max_retries(make_llm: Any, serv
 
 
 def test_hang_times_out_is_retried_then_recorded_failed(make_llm: Any, server: FakeOpenAIServer) -> None:
-    llm = make_llm(timeout_s=0.3, max_retries=1)
-    server.push_faults(Fault.hang(), Fault.hang())
-    t0 = time.monotonic()
+    # a hang lasts 60 s then answers 200: a failed "timeout" reply proves the client cut it short
+    llm = make_llm(timeout_s=1.0, max_retries=1)
+    server.push_faults(Fault.hang(60.0), Fault.hang(60.0))
     reply = llm.chat(Q)
-    elapsed = time.monotonic() - t0
     assert not reply.ok and reply.text is None
     assert "timeout" in reply.error and reply.attempts == 2
     assert server.request_count == 2
-    assert 0.6 <= elapsed < 3.0
 
 
 def test_hang_once_then_success(make_llm: Any, server: FakeOpenAIServer) -> None:
-    server.push_faults(Fault.hang())
-    reply = make_llm(timeout_s=0.3).chat(Q)
+    server.push_faults(Fault.hang(60.0))
+    reply = make_llm(timeout_s=2.0).chat(Q)
     assert reply.ok and reply.attempts == 2 and server.request_count == 2
 
 
@@ -283,21 +339,21 @@ def test_bad_messages_and_param_clashes_raise(make_llm: Any, server: FakeOpenAIS
 # ---- concurrency ------------------------------------------------------------------------------
 def test_chat_many_caps_in_flight_and_keeps_order(make_llm: Any, server: FakeOpenAIServer) -> None:
     for i in range(12):
-        server.add_rule(f"question {i} ?", f"answer {i}", delay_s=0.1)
+        server.add_rule(f"question {i} ?", f"answer {i}")
     requests = [ChatRequest(user(f"question {i} ?")) for i in range(12)]
-    t0 = time.monotonic()
-    replies = make_llm(max_concurrency=3).chat_many(requests)
-    elapsed = time.monotonic() - t0
+    llm = make_llm(max_concurrency=3)
+    gated = gate_client(llm, parties=3)  # every call waits until 3 are in flight together
+    replies = llm.chat_many(requests)
     assert [r.text for r in replies] == [f"answer {i}" for i in range(12)]
     assert server.request_count == 12
-    assert 2 <= server.max_in_flight <= 3  # concurrent, but never above the cap
-    assert elapsed < 12 * 0.1  # faster than serial
+    assert gated.max_in_flight == 3  # concurrent (barrier of 3 passed), never above the cap
 
 
 def test_cap_holds_for_callers_with_their_own_threads(make_llm: Any, server: FakeOpenAIServer) -> None:
-    for i in range(8):  # 0.3 s a reply: two calls overlap even on a loaded CPU
-        server.add_rule(f"thread {i} ?", f"t{i}", delay_s=0.3)
+    for i in range(8):
+        server.add_rule(f"thread {i} ?", f"t{i}")
     llm = make_llm(max_concurrency=2)
+    gated = gate_client(llm, parties=2)
     replies: dict[int, str | None] = {}
 
     def work(i: int) -> None:
@@ -309,7 +365,7 @@ def test_cap_holds_for_callers_with_their_own_threads(make_llm: Any, server: Fak
     for t in threads:
         t.join()
     assert replies == {i: f"t{i}" for i in range(8)}
-    assert server.max_in_flight == 2
+    assert gated.max_in_flight == 2 and server.request_count == 8
 
 
 def test_chat_iter_yields_every_index_once(make_llm: Any, server: FakeOpenAIServer) -> None:
