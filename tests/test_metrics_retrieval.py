@@ -9,14 +9,18 @@ import pytest
 
 from pipeline.metrics.retrieval import (
     EVIDENCE_RECALL_CONTEXT,
+    LEVEL_SESSION_DEDUP,
     METRIC_COLUMNS,
     OUTCOME_EXCLUDED_ABSTENTION,
     OUTCOME_EXCLUDED_NO_GOLD,
     PROTOCOL_EVIDENCE,
     PROTOCOL_LONGMEMEVAL,
+    Gold,
+    Ranked,
     UnitRef,
     context_units,
     dcg,
+    effective_k,
     evidence_gold,
     evidence_recall,
     evidence_recall_at_k,
@@ -25,13 +29,15 @@ from pipeline.metrics.retrieval import (
     lme_gold_sessions,
     lme_gold_turns,
     ndcg_any_at_k,
+    ranking_at,
     recall_all_at_k,
     recall_any_at_k,
     score_ranking,
     session_ranking,
+    turn2session_ranking,
     turn_ranking,
 )
-from pipeline.records import EvidenceRow, TurnRow
+from pipeline.records import LEVEL_SESSION, EvidenceRow, TurnRow
 
 L3 = math.log2(3)  # discount of 1-based rank 3 in LongMemEval's dcg()
 
@@ -174,3 +180,76 @@ def test_score_ranking_fills_every_column() -> None:
     assert scores["ndcg_any_at_3"] == pytest.approx((1 + 1 / L3) / 2)
     assert scores[EVIDENCE_RECALL_CONTEXT] == 0.5
     assert evidence_recall([], {"a"}) == 0.0
+
+
+# ---- session level of a turn ranking: LongMemEval's turn2session (issue 10) --------------------------
+# Answer sessions A (gold turns A:0, A:2; A:1 not gold -> label noans:A) and N (no gold turn at all:
+# every turn noans:N, N not a gold session); X and Y are ordinary sessions.
+T2S_GOLD = Gold(turns=frozenset({"A:0", "A:2"}), sessions=frozenset({"A"}), answer_sessions=frozenset({"A", "N"}))
+
+
+def _turn_units(turn_ids: list[str]) -> list[UnitRef]:
+    return [UnitRef(r, t.split(":")[0], (t,)) for r, t in enumerate(turn_ids, start=1)]
+
+
+@pytest.mark.parametrize(
+    ("turns", "k", "r_any", "r_all", "ndcg", "dedup_r_any"),
+    [
+        # A:1 is not gold: label noans:A is a miss (the dedup variant counts it as a hit on A)
+        (["A:1", "X:0", "A:0"], 1, 0.0, 0.0, 0.0, 1.0),
+        # k = 2 covers labels noans:A, X -> miss; dedup: A first -> hit
+        (["A:1", "X:0", "A:0"], 2, 0.0, 0.0, 0.0, 1.0),
+        # k = 3: labels noans:A X A -> hit at rank 3: dcg 1/log2(3); ideal min(2 gold turns, 3) = 2
+        (["A:1", "X:0", "A:0"], 3, 1.0, 1.0, (1 / L3) / 2, 1.0),
+        # k = 1: one distinct label at entry 1, no widening; dcg 1 / ideal min(2 gold turns, 1) = 1
+        (["A:0", "A:2", "X:0"], 1, 1.0, 1.0, 1.0, 1.0),
+        # k = 2: A X already 2 distinct labels, no widening; the 2nd gold turn (rank 3) is out:
+        # dcg 1 / ideal min(2, 2) = 2 -> 0.5
+        (["A:0", "X:0", "A:2"], 2, 1.0, 1.0, 0.5, 1.0),
+        # k = 2 widens to 3 over A A X: dcg = 1 + 1 (rank 2 weighs 1) = 2 / ideal 2
+        (["A:0", "A:2", "X:0", "Y:0"], 2, 1.0, 1.0, 1.0, 1.0),
+        # N is an answer session without gold turns: noans:N is never a hit
+        (["N:0", "Y:0", "X:0"], 3, 0.0, 0.0, 0.0, 0.0),
+        # ranking shorter than k: the cut runs past the end, scored on what was returned
+        (["X:0", "A:2"], 10, 1.0, 1.0, 1.0 / 2, 1.0),
+    ],
+)
+def test_turn2session_is_longmemevals(
+    turns: list[str], k: int, r_any: float, r_all: float, ndcg: float, dedup_r_any: float
+) -> None:
+    units = _turn_units(turns)
+    official = ranking_at(LEVEL_SESSION, units, T2S_GOLD)
+    assert isinstance(official, Ranked)
+    assert recall_any_at_k(official, T2S_GOLD.sessions, k) == r_any
+    assert recall_all_at_k(official, T2S_GOLD.sessions, k) == r_all
+    assert ndcg_any_at_k(official, T2S_GOLD.sessions, k) == pytest.approx(ndcg, abs=1e-12)
+    dedup = ranking_at(LEVEL_SESSION_DEDUP, units, T2S_GOLD)
+    assert recall_any_at_k(dedup, T2S_GOLD.sessions, k) == dedup_r_any
+
+
+@pytest.mark.parametrize(
+    ("ids", "k", "expected"),
+    [
+        (["a", "a", "b", "c"], 1, 1),
+        (["a", "a", "b", "c"], 2, 3),
+        (["a", "a", "b", "c"], 3, 4),
+        (["a", "a", "b"], 3, 4),  # fewer distinct ids than k: one past the end, as the official loop
+        (["a", "b"], 5, 5),  # k already past the end: unchanged
+    ],
+)
+def test_effective_k(ids: list[str], k: int, expected: int) -> None:
+    assert effective_k(ids, k) == expected
+
+
+def test_session_ranking_of_session_units_is_not_converted() -> None:
+    # units spanning several turns (whole sessions, chunks, notes) are LongMemEval's session corpus
+    units = [UnitRef(1, "A", ("A:1", "A:0")), UnitRef(2, "X", ("X:0",))]
+    assert ranking_at(LEVEL_SESSION, units, T2S_GOLD) == ["A", "X"]
+    assert ranking_at(LEVEL_SESSION, _turn_units(["A:1"])) == ["A"]  # no gold given: plain session order
+
+
+def test_turn2session_ranked_counts_sessions() -> None:
+    ranked = turn2session_ranking(_turn_units(["A:0", "A:1", "A:2", "X:0"]), T2S_GOLD)
+    assert ranked.ids == ("A", "noans:A", "A", "X")
+    assert len(ranked) == 3 and ranked.n_relevant == 2
+    assert evidence_recall(ranked, T2S_GOLD.sessions) == 1.0

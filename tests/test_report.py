@@ -249,7 +249,7 @@ def test_retrieval_metric_rows(catalog: duckdb.DuckDBPyConnection) -> None:
         "SELECT system, question_id, level, outcome FROM retrieval_metrics WHERE dataset = 'lme' ORDER BY ALL"
     ).fetchall()
     outcomes = {(s, q, lv): o for s, q, lv, o in rows}
-    assert len(rows) == 16  # 4 questions x 2 systems x 2 levels
+    assert len(rows) == 24  # 4 questions x 2 systems x 3 levels (turn, session, session_dedup)
     assert outcomes[("bm25", "q3_abs", "session")] == "excluded_abstention"
     assert outcomes[("bm25", "q4", "turn")] == "excluded_no_gold"  # assistant-only has_answer: not gold
     assert outcomes[("full", "q1", "session")] == "retrieval_failed"
@@ -289,7 +289,15 @@ def test_retrieval_report_view(catalog: duckdb.DuckDBPyConnection) -> None:
         "AND type_raw = '(all)'",
     )
     assert (full["n_scored"], full["n_failed"], full["n_excluded"]) == (1, 1, 2)
-    assert full["ndcg_any_at_5"] == pytest.approx((1 / L3 + 0.5) / 2)
+    # LongMemEval's turn->session conversion: labels S1 S1 S2 S3 S4 noans:S4 (S4:1 is not a gold turn of the
+    # answer session S4); k = 5 widens to 6 to cover 5 distinct labels; hits at ranks 4, 5; ideal = 2 gold turns
+    assert full["ndcg_any_at_5"] == pytest.approx((0.5 + 1 / math.log2(5)) / 2)
+    dedup = _one(
+        catalog,
+        "SELECT * FROM retrieval_report WHERE dataset = 'lme' AND system = 'full' AND level = 'session_dedup' "
+        "AND type_raw = '(all)'",
+    )
+    assert dedup["ndcg_any_at_5"] == pytest.approx((1 / L3 + 0.5) / 2)  # variant: sessions S1 S2 S3 S4, each once
     by_type = catalog.execute(
         "SELECT type_raw, n_questions, n_scored FROM retrieval_report WHERE dataset = 'lme' AND system = 'bm25' "
         "AND level = 'turn' AND type_raw <> '(all)' ORDER BY 1"

@@ -13,11 +13,23 @@ next to published ones. Definitions (k in ``K_VALUES``; ``gold`` = the question'
 - ``evidence_recall@k``: |gold ∩ top-k| / |gold| (LoCoMo-style share of gold evidence retrieved).
 - ``evidence_recall_context``: |gold ∩ ids of the units kept in the reader's context| / |gold|.
 
-Levels: ``turn`` ranks turn ids (the ranked units expanded to their turn ids, first appearance
-wins); ``session`` ranks session keys in the order they first appear among the ranked units
-(dedup). For recall this equals LongMemEval's turn->session conversion (which widens k until k
-distinct sessions are seen); for ndcg it scores each session once (LongMemEval's conversion
-scores every retrieved turn of a gold session, so its session ndcg can differ).
+Levels (one pinned name each):
+- ``turn``: turn ids (the ranked units expanded to their turn ids, first appearance wins).
+- ``session`` (default, LongMemEval's official definition, ``run_retrieval.py`` +
+  ``evaluate_retrieval_turn2session``): for a TURN ranking (every unit holds exactly one turn),
+  each ranked turn is mapped to a session label: a gold turn -> its session; any other turn of an
+  answer session -> ``noans:<session>`` (LongMemEval renames the user turns of an answer session
+  that carry no ``has_answer`` to ``noans_...``, a different, non-gold session); any other turn ->
+  its session. The cut-off grows from k until k DISTINCT labels are covered (or the ranking ends);
+  recall_any/all compare the labels in that prefix with the gold sessions; ndcg_any scores EVERY
+  labelled turn of the prefix (relevance 1 when its label is a gold session) against an ideal of
+  min(|gold turns|, effective k) hits. For a SESSION ranking (units are whole sessions, session
+  chunks, notes or summaries) the labels are the sessions in first-appearance order, LongMemEval's
+  session-corpus protocol, where k needs no widening.
+- ``session_dedup`` (variant, NOT LongMemEval's): sessions in the order they first appear among
+  the ranked units, each scored once, k not widened; any turn of an answer session counts as a
+  hit. This was membench's ``session`` level before issue 10; on a turn ranking it is higher
+  than the official value (LongMemEval_S, BM25 turns: recall_any@5 .861 vs .742).
 
 Exclusions (counted, never scored as zero): LongMemEval abstention questions (question id ends
 in ``_abs``), and questions without gold units at the level scored.
@@ -33,7 +45,10 @@ from typing import Protocol
 from pipeline.records import LEVEL_SESSION, LEVEL_TURN, EvidenceRow
 
 K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
-LEVELS: tuple[str, ...] = (LEVEL_TURN, LEVEL_SESSION)
+LEVEL_SESSION_DEDUP = "session_dedup"
+LEVELS: tuple[str, ...] = (LEVEL_TURN, LEVEL_SESSION, LEVEL_SESSION_DEDUP)
+# label of a non-gold turn of an answer session (LongMemEval: ``answer_...`` -> ``noans_...``)
+NOANS_PREFIX = "noans:"
 
 RECALL_ANY = "recall_any"
 RECALL_ALL = "recall_all"
@@ -66,6 +81,16 @@ METRIC_DEFINITIONS: dict[str, str] = {
     ),
     "evidence_recall@k": "share of the gold units found in the top-k ranked units (LoCoMo evidence recall).",
     "evidence_recall_context": "share of the gold units found in the units kept in the reader's context.",
+    "level session": (
+        "LongMemEval's official session metrics: a turn ranking is converted as evaluate_retrieval_turn2session "
+        "does (non-gold turns of an answer session become a distinct non-gold 'noans' session; k grows until k "
+        "distinct sessions are covered; ndcg counts every gold-session turn, ideal = min(|gold turns|, k)); a "
+        "session ranking is scored on its sessions."
+    ),
+    "level session_dedup": (
+        "variant (not LongMemEval's): sessions in first-appearance order, each once, k not widened; any turn "
+        "of an answer session is a hit. Higher than 'session' on turn rankings."
+    ),
 }
 
 
@@ -86,6 +111,41 @@ METRIC_COLUMNS: tuple[str, ...] = (
 
 
 # ---- the metrics (pure) ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ranked:
+    """A ranking whose ids may repeat and whose cut-off widens: LongMemEval's turn->session form.
+
+    ``ids``: one session label per ranked turn (see the module docstring); ``n_relevant``: the
+    relevant entries of the whole corpus (the gold turns), which LongMemEval's ideal DCG counts.
+    ``len()`` is the number of distinct labels, i.e. of sessions ranked.
+    """
+
+    ids: tuple[str, ...]
+    n_relevant: int
+
+    def __len__(self) -> int:
+        return len(set(self.ids))
+
+
+def effective_k(ids: Sequence[str], k: int) -> int:
+    """LongMemEval's widened cut-off: the smallest prefix length >= k holding k distinct ids.
+
+    As ``evaluate_retrieval_turn2session``: start at k and add one entry at a time while fewer than
+    k distinct ids are covered and the corpus is not exhausted (it may end one past the length,
+    which a slice treats as the whole ranking).
+    """
+    ek = k
+    while ek <= len(ids) and len(set(ids[:ek])) < k:
+        ek += 1
+    return ek
+
+
+def _top(ranking: Sequence[str] | Ranked, k: int) -> Sequence[str]:
+    if isinstance(ranking, Ranked):
+        return ranking.ids[: effective_k(ranking.ids, k)]
+    return ranking[:k]
+
+
 def _check(gold: Collection[str], k: int) -> None:
     if not gold:
         raise ValueError("retrieval metric of a question without gold units is undefined (exclude it)")
@@ -100,37 +160,48 @@ def dcg(relevances: Sequence[float]) -> float:
     return float(relevances[0]) + sum(float(r) / math.log2(p + 1) for p, r in enumerate(relevances) if p >= 1)
 
 
-def recall_any_at_k(ranking: Sequence[str], gold: Collection[str], k: int) -> float:
+def recall_any_at_k(ranking: Sequence[str] | Ranked, gold: Collection[str], k: int) -> float:
     _check(gold, k)
-    top = set(ranking[:k])
+    top = set(_top(ranking, k))
     return float(any(g in top for g in gold))
 
 
-def recall_all_at_k(ranking: Sequence[str], gold: Collection[str], k: int) -> float:
+def recall_all_at_k(ranking: Sequence[str] | Ranked, gold: Collection[str], k: int) -> float:
     _check(gold, k)
-    top = set(ranking[:k])
+    top = set(_top(ranking, k))
     return float(all(g in top for g in gold))
 
 
-def ndcg_any_at_k(ranking: Sequence[str], gold: Collection[str], k: int) -> float:
+def ndcg_any_at_k(ranking: Sequence[str] | Ranked, gold: Collection[str], k: int) -> float:
+    """LongMemEval's ``ndcg``: ideal = min(relevant entries of the corpus, k) hits.
+
+    A plain id ranking holds each gold id at most once, so its corpus has |gold| relevant entries;
+    a turn->session ``Ranked`` carries its own count (the gold turns, each one relevant entry).
+    """
     _check(gold, k)
     gold_set = set(gold)
-    actual = dcg([1.0 if unit in gold_set else 0.0 for unit in ranking[:k]])
-    ideal = dcg([1.0] * min(len(gold_set), k))
-    return actual / ideal
+    if isinstance(ranking, Ranked):
+        cut, n_relevant = effective_k(ranking.ids, k), ranking.n_relevant
+        top: Sequence[str] = ranking.ids[:cut]
+    else:
+        cut, n_relevant, top = k, len(gold_set), ranking[:k]
+    actual = dcg([1.0 if unit in gold_set else 0.0 for unit in top])
+    ideal = dcg([1.0] * min(n_relevant, cut))
+    return actual / ideal if ideal else 0.0
 
 
-def evidence_recall_at_k(ranking: Sequence[str], gold: Collection[str], k: int) -> float:
+def evidence_recall_at_k(ranking: Sequence[str] | Ranked, gold: Collection[str], k: int) -> float:
     _check(gold, k)
-    return evidence_recall(ranking[:k], gold)
+    return evidence_recall(_top(ranking, k), gold)
 
 
-def evidence_recall(retrieved: Iterable[str], gold: Collection[str]) -> float:
+def evidence_recall(retrieved: Iterable[str] | Ranked, gold: Collection[str]) -> float:
     """Share of ``gold`` present in ``retrieved`` (any order)."""
     gold_set = set(gold)
     if not gold_set:
         raise ValueError("evidence recall of a question without gold units is undefined (exclude it)")
-    return len(gold_set & set(retrieved)) / len(gold_set)
+    ids = retrieved.ids if isinstance(retrieved, Ranked) else retrieved
+    return len(gold_set & set(ids)) / len(gold_set)
 
 
 # ---- rankings ----------------------------------------------------------------------------
@@ -158,10 +229,40 @@ def turn_ranking(units: Sequence[UnitRef]) -> list[str]:
     return _dedup(t for u in sorted(units, key=lambda u: u.rank) for t in u.turn_ids)
 
 
-def ranking_at(level: str, units: Sequence[UnitRef]) -> list[str]:
+def is_turn_ranking(units: Sequence[UnitRef]) -> bool:
+    """True when every unit is one turn: the only case LongMemEval converts turns to sessions."""
+    return bool(units) and all(len(u.turn_ids) == 1 for u in units)
+
+
+def turn2session_ranking(units: Sequence[UnitRef], gold: Gold) -> Ranked:
+    """LongMemEval's session view of a turn ranking (``noans`` relabelling, see module docstring)."""
+    labels = []
+    for turn_id, session in _turns_with_sessions(units):
+        if turn_id not in gold.turns and session in gold.answer_sessions:
+            labels.append(NOANS_PREFIX + session)
+        else:
+            labels.append(session)
+    return Ranked(tuple(labels), len(gold.turns))
+
+
+def _turns_with_sessions(units: Sequence[UnitRef]) -> list[tuple[str, str]]:
+    seen: dict[str, str] = {}
+    for u in sorted(units, key=lambda u: u.rank):
+        for t in u.turn_ids:
+            seen.setdefault(t, u.session_key)
+    return list(seen.items())
+
+
+def ranking_at(level: str, units: Sequence[UnitRef], gold: Gold | None = None) -> list[str] | Ranked:
+    """The ranking scored at ``level``. ``session`` needs ``gold`` for a turn ranking (which turns
+    are gold, which sessions are answer sessions); without it the session order is returned."""
     if level == LEVEL_TURN:
         return turn_ranking(units)
+    if level == LEVEL_SESSION_DEDUP:
+        return session_ranking(units)
     if level == LEVEL_SESSION:
+        if gold is not None and is_turn_ranking(units):
+            return turn2session_ranking(units, gold)
         return session_ranking(units)
     raise ValueError(f"unknown level {level!r}; expected one of {LEVELS}")
 
@@ -194,6 +295,8 @@ class Gold:
 
     turns: frozenset[str]
     sessions: frozenset[str]
+    # every answer session, gold or not (LongMemEval relabels their non-gold turns ``noans``)
+    answer_sessions: frozenset[str] = frozenset()
 
     def at(self, level: str) -> frozenset[str]:
         return self.turns if level == LEVEL_TURN else self.sessions
@@ -228,14 +331,20 @@ def lme_gold_sessions(evidence: Sequence[EvidenceRow], turns: Mapping[str, Seque
 
 def evidence_gold(evidence: Sequence[EvidenceRow]) -> Gold:
     """Gold as the canonical evidence rows give it (LoCoMo: D<s>:<t> turns and their sessions)."""
+    sessions = frozenset(e.unit_id for e in evidence if e.level == LEVEL_SESSION)
     return Gold(
         turns=frozenset(e.unit_id for e in evidence if e.level == LEVEL_TURN),
-        sessions=frozenset(e.unit_id for e in evidence if e.level == LEVEL_SESSION),
+        sessions=sessions,
+        answer_sessions=sessions,
     )
 
 
 def lme_gold(evidence: Sequence[EvidenceRow], turns: Mapping[str, Sequence[TurnLike]]) -> Gold:
-    return Gold(turns=lme_gold_turns(evidence, turns), sessions=lme_gold_sessions(evidence, turns))
+    return Gold(
+        turns=lme_gold_turns(evidence, turns),
+        sessions=lme_gold_sessions(evidence, turns),
+        answer_sessions=frozenset(_answer_sessions(evidence)),
+    )
 
 
 def gold_protocol(loader: str) -> str:
@@ -253,7 +362,9 @@ def exclusion(protocol: str, question_id: str, gold: Collection[str]) -> str | N
 
 
 # ---- all metrics of one (question, system, level) ------------------------------------------
-def score_ranking(ranking: Sequence[str], in_context: Iterable[str], gold: Collection[str]) -> dict[str, float]:
+def score_ranking(
+    ranking: Sequence[str] | Ranked, in_context: Iterable[str] | Ranked, gold: Collection[str]
+) -> dict[str, float]:
     """Every metric column (``METRIC_COLUMNS``) for one ranking against non-empty ``gold``."""
     scores: dict[str, float] = {}
     for k in K_VALUES:

@@ -84,7 +84,7 @@ def table_path(store: ResultStore, dataset: str) -> Path:
 
 
 # bump when a metric definition or the gold derivation changes: stored tables are then rebuilt
-METRICS_VERSION = 1
+METRICS_VERSION = 2  # 2: LongMemEval's official turn->session conversion; session_dedup level
 _INPUT_TABLES = ("questions", "turns", "evidence")
 
 
@@ -171,7 +171,7 @@ def metric_rows(
         outcome = exclusion(protocol, qid, gold_ids)
         if outcome is None:
             outcome = OUTCOME_SCORED if retrieval["status"] == "ok" else OUTCOME_RETRIEVAL_FAILED
-        ranking = ranking_at(level, units)
+        ranking = ranking_at(level, units, gold)
         row: dict[str, Any] = {
             "dataset": dataset,
             "partition_key": retrieval["partition_key"],
@@ -191,7 +191,7 @@ def metric_rows(
             "retrieval_latency_s": retrieval.get("retrieval_latency_s"),
         }
         if outcome == OUTCOME_SCORED:
-            row.update(score_ranking(ranking, ranking_at(level, kept), gold_ids))
+            row.update(score_ranking(ranking, ranking_at(level, kept, gold), gold_ids))
         rows.append(row)
     return rows
 
