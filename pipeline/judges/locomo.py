@@ -2,13 +2,16 @@
 
 Official scoring (snap-research/locomo ``task_eval/evaluation.py``), reproduced here:
 - ``normalize_answer``: drop ',', lower-case, strip ASCII punctuation, replace the words
-  a/an/the/and by a space, collapse whitespace.
+  a/an/the/and by a space (word boundaries of the third-party ``regex`` module, as the official
+  code uses), collapse whitespace.
 - ``f1_score``: Porter-stemmed (NLTK ``PorterStemmer``, as the official code; PyStemmer's
   'porter' differs on words like "dying") token multisets; F1 of their intersection; 0 when
   nothing is shared.
 - per category (type_raw): 1 multi-hop -> split prediction and gold on ',' and average, over gold
   parts, the best prediction part's F1; 2/4 -> ``f1_score``; 3 -> the gold before the first ';';
-  5 adversarial -> 1 iff the output contains 'no information available' or 'not mentioned'.
+  5 adversarial -> 1 iff 'no information available' or 'not mentioned' is a substring of the
+  lower-cased RAW output (``locomo_adversarial_official``): no whitespace or quote folding, so
+  "Not  mentioned" and "not\nmentioned" score 0 exactly as in the official code.
 
 ``locomo_exact_match``: the official ``exact_match_score`` (sets of normalised tokens equal),
 with the same gold preparation and category-5 rule. ``locomo_keyword_overlap`` (seed 001): pass
@@ -18,11 +21,11 @@ iff the gold is a case-insensitive substring of the prediction OR >= 60 % of the
 
 from __future__ import annotations
 
-import re
 import string
 from collections import Counter
 from functools import lru_cache
 
+import regex
 from nltk.stem import PorterStemmer
 
 from pipeline.judges.base import (
@@ -39,7 +42,7 @@ from pipeline.judges.base import (
     register,
     text_fingerprint,
 )
-from pipeline.judges.text import LOCOMO_NOT_AVAILABLE, STOP_WORDS, keywords, says_not_available
+from pipeline.judges.text import LOCOMO_NOT_AVAILABLE, STOP_WORDS, keywords
 from pipeline.records import QuestionRow
 
 CATEGORIES = ("1", "2", "3", "4", "5")
@@ -48,7 +51,7 @@ CAT_OPEN_DOMAIN = "3"
 CAT_ADVERSARIAL = "5"
 KEYWORD_PASS = 0.6
 
-_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
+_ARTICLES = regex.compile(r"\b(a|an|the|and)\b")
 _PUNCT = set(string.punctuation)
 _STEMMER = PorterStemmer()
 
@@ -116,9 +119,15 @@ def locomo_gold(q: QuestionRow) -> str:
     return q.answer.split(";")[0].strip() if q.type_raw == CAT_OPEN_DOMAIN else q.answer
 
 
+def locomo_adversarial_official(prediction: str) -> bool:
+    """The official category-5 rule: a phrase of LOCOMO_NOT_AVAILABLE in the lower-cased raw output."""
+    lowered = prediction.lower()
+    return any(phrase in lowered for phrase in LOCOMO_NOT_AVAILABLE)
+
+
 def _adversarial(prediction: str) -> Verdict:
-    ok = says_not_available(prediction, LOCOMO_NOT_AVAILABLE)
-    return Verdict(ok, float(ok), {"category": CAT_ADVERSARIAL, "rule": "says not available"})
+    ok = locomo_adversarial_official(prediction)
+    return Verdict(ok, float(ok), {"category": CAT_ADVERSARIAL, "rule": "official raw substring"})
 
 
 def locomo_f1(inp: JudgeInput, ctx: JudgeContext) -> Verdict:
@@ -166,7 +175,7 @@ register(
         description="official LoCoMo token F1 (Porter-stemmed; cat 1 multi-answer, cat 3 gold before ';', "
         "cat 5 'no information available'/'not mentioned')",
         aggregate=AGG_MEAN_SCORE,
-        version="1",
+        version="2",  # 2: raw category-5 substring rule, regex-module word boundaries (issue 10)
         fingerprint=_FINGERPRINT,
     )
 )
@@ -177,7 +186,7 @@ register(
         fn=locomo_exact_match,
         description="official LoCoMo exact match: equal sets of normalised tokens (cat 5 as in F1)",
         aggregate=AGG_ACCURACY,
-        version="1",
+        version="2",  # 2: raw category-5 substring rule, regex-module word boundaries (issue 10)
         fingerprint=_FINGERPRINT,
     )
 )
@@ -188,7 +197,7 @@ register(
         fn=locomo_keyword_overlap,
         description="gold substring of prediction OR >= 60% of gold keywords present (seed 001; cat 5 as in F1)",
         aggregate=AGG_ACCURACY,
-        version="1",
+        version="2",  # 2: raw category-5 substring rule, regex-module word boundaries (issue 10)
         fingerprint=_FINGERPRINT,
     )
 )
