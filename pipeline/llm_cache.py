@@ -7,6 +7,11 @@ Deliberately NOT in the key: the API key and the base URL (secrets; and a change
 serving the same model name must not invalidate paid results). Only successful replies are
 stored, so a failure is retried by the next run instead of being replayed forever.
 
+A stored reply can be DISCARDED after the fact (``discard`` / ``discard_reply``): a transport
+success whose content the caller cannot use (an LLM judge reply with no parseable verdict) must
+not be replayed on the next attempt, or the same failure repeats forever at zero requests. The
+entry is moved to ``<cache_dir>/rejected/`` with the reason, kept for inspection and counting.
+
 Layout: ``<cache_dir>/<key[:2]>/<key>.json``. Writes go to a unique temp file in the same folder
 and are renamed over the target (``os.replace`` is atomic), so readers never see half a file and
 concurrent writers of the same key simply both write the same content.
@@ -21,12 +26,14 @@ import logging
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 # Bump when the key recipe or the stored payload changes meaning: old entries then miss.
 CACHE_SCHEMA_VERSION = 1
+REJECTED_SUBDIR = "rejected"  # discarded replies (never served again; kept for inspection)
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +58,7 @@ class ResponseCache:
         self.root = Path(root)
         self._locks_guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
+        _OPEN_CACHES.add(self)
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -83,6 +91,35 @@ class ResponseCache:
                 tmp.unlink()
         return path
 
+    def discard(self, key: str, reason: str) -> bool:
+        """Move the entry of ``key`` to ``rejected/<key>.json`` (with ``reason``): the next ``get``
+        misses, so the request is made again. False when this cache does not hold the key."""
+        path = self.path(key)
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return False
+        except (OSError, ValueError):
+            payload = {}
+        target = self.root / REJECTED_SUBDIR / f"{key}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            tmp.write_text(canonical_json({**payload, "key": key, "rejected_reason": reason}), encoding="utf-8")
+            os.replace(tmp, target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        log.info("LLM cache entry %s discarded: %s", key, reason)
+        return True
+
+    def rejected_count(self) -> int:
+        """How many replies were discarded from this cache (files under ``rejected/``)."""
+        folder = self.root / REJECTED_SUBDIR
+        return sum(1 for _ in folder.glob("*.json")) if folder.is_dir() else 0
+
     @contextlib.contextmanager
     def locked(self, key: str) -> Iterator[None]:
         """Serialise work on one key in this process, so identical concurrent requests cost one call."""
@@ -90,3 +127,17 @@ class ResponseCache:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             yield
+
+
+# every ResponseCache alive in this process: callers holding only an LLMReply (its ``cache_key``)
+# can discard it without a handle on the client that cached it
+_OPEN_CACHES: weakref.WeakSet[ResponseCache] = weakref.WeakSet()
+
+
+def discard_reply(key: str, reason: str) -> int:
+    """Discard the cached reply ``key`` from every cache open in this process; how many held it.
+
+    Why a process-wide lookup: judges see an ``LLMReply`` (with its ``cache_key``), not the cache
+    of the client that produced it; the reply was cached by a ResponseCache of this process.
+    """
+    return sum(cache.discard(key, reason) for cache in list(_OPEN_CACHES))

@@ -20,6 +20,8 @@ from pipeline.judges.base import (
     METRIC_LOCOMO_KEYWORD_OVERLAP,
     METRIC_LOCOMO_LLM_JUDGE,
     METRIC_MC_ACCURACY,
+    METRIC_MEM0_LOCOMO_JUDGE,
+    METRIC_MEM0_LOCOMO_JUDGE_STRICT,
     JudgeConfigError,
     JudgeContext,
     JudgeInput,
@@ -339,9 +341,13 @@ def test_every_metric_is_registered_once_with_its_pinned_name() -> None:
             METRIC_LOCOMO_LLM_JUDGE,
             METRIC_LME_OFFICIAL_LLM_JUDGE,
             METRIC_LME_CONTAINS_NORMALIZED,
+            METRIC_MEM0_LOCOMO_JUDGE,
+            METRIC_MEM0_LOCOMO_JUDGE_STRICT,
         ]
     )
     info = metric_info()
+    assert info[METRIC_LME_OFFICIAL_LLM_JUDGE]["official_model"] == "gpt-4o-2024-08-06"
+    assert info[METRIC_MEM0_LOCOMO_JUDGE]["official_model"] == "gpt-4o-mini"
     assert info[METRIC_LOCOMO_F1]["aggregate"] == "mean_score"
     assert info[METRIC_LME_OFFICIAL_LLM_JUDGE]["needs_llm"] == "true"
     assert "OFFLINE" in info[METRIC_LME_CONTAINS_NORMALIZED]["description"]

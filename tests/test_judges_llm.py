@@ -6,17 +6,24 @@ request (one user message, temperature 0, max_tokens) and the caching are observ
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
-from pipeline.judges.base import JudgeContext, JudgeFailed, JudgeInput
+from pipeline.judges.base import UNPARSEABLE_ERROR_PREFIX, JudgeContext, JudgeFailed, JudgeInput, UnparseableVerdict
 from pipeline.judges.llm_judges import (
     LOCOMO_ADVERSARIAL_GOLD,
+    MEM0_ACCURACY_PROMPT,
+    MEM0_STRICT_PROMPT,
     get_anscheck_prompt,
     lme_official_llm_judge,
     locomo_llm_judge,
+    mem0_locomo_judge,
+    mem0_locomo_judge_strict,
     parse_correct_wrong,
     parse_yes_no,
 )
+from pipeline.llm_cache import ResponseCache
 from resources.llm import LLMResource
 from tests.fake_openai_server import FakeOpenAIServer, Fault
 from tests.judge_fixtures import lme, locomo
@@ -175,3 +182,98 @@ def test_locomo_llm_judge_adversarial_gold_and_failure(llm: LLMResource, server:
 def test_llm_judge_without_llm_fails_instead_of_guessing() -> None:
     with pytest.raises(JudgeFailed, match="needs an LLM"):
         lme_official_llm_judge(JudgeInput(lme("multi-session", "3"), "3"), JudgeContext(llm=None))
+
+
+# ---- issue 10: an unparseable verdict is never replayed from the cache -----------------------------------
+def test_unparseable_reply_is_not_served_from_cache_next_time(llm: LLMResource, server: FakeOpenAIServer) -> None:
+    maybe = server.add_rule("Model Response: three", "Maybe")
+    inp = JudgeInput(lme("multi-session", "3"), "three")
+    with pytest.raises(UnparseableVerdict, match="not a clear yes/no"):
+        lme_official_llm_judge(inp, JudgeContext(llm=llm))
+    cache = ResponseCache(llm.cache_dir)
+    assert cache.rejected_count() == 1  # kept aside for inspection, not served
+    server.rules.remove(maybe)  # the model now answers clearly
+    server.add_rule("Model Response: three", "Yes.")
+    verdict = lme_official_llm_judge(inp, JudgeContext(llm=llm))  # the next attempt asks the server again
+    assert verdict.correct is True and verdict.cache_hit is False
+    assert server.request_count == 2
+    assert lme_official_llm_judge(inp, JudgeContext(llm=llm)).cache_hit is True  # a clear verdict is cached
+    assert server.request_count == 2
+
+
+def test_unparseable_error_text_has_the_counted_prefix() -> None:
+    # pipeline.stage.timed stores "<class>: <message>"; the report counts rows starting with the prefix
+    exc = UnparseableVerdict("judge reply is not a clear yes/no: 'Maybe'")
+    assert f"{type(exc).__name__}: {exc}".startswith(UNPARSEABLE_ERROR_PREFIX)
+    assert isinstance(exc, JudgeFailed)
+
+
+# ---- mem0's LoCoMo judge, exactly --------------------------------------------------------------------------
+# sha256 of ACCURACY_PROMPT in mem0ai/mem0 evaluation/metrics/llm_judge.py (commit 2352a44), as read there
+MEM0_PROMPT_SHA256 = "62395dd312a631dfd9355026a0b69cc936018274c3198b6365b5c2a5c9bca9e0"
+
+
+def test_mem0_prompt_bytes() -> None:
+    assert hashlib.sha256(MEM0_ACCURACY_PROMPT.encode("utf-8")).hexdigest() == MEM0_PROMPT_SHA256
+    assert MEM0_ACCURACY_PROMPT.count("\u2019") == 6 and MEM0_ACCURACY_PROMPT.count(" \n") == 4
+    assert "generous" not in MEM0_STRICT_PROMPT and MEM0_STRICT_PROMPT.endswith('with the key as "label".\n')
+
+
+def test_mem0_judge_request_is_mem0s(llm: LLMResource, server: FakeOpenAIServer) -> None:
+    server.add_rule("Generated answer: adoption agencies", '{"label": "CORRECT"}')
+    inp = JudgeInput(locomo("4", "Adoption agencies"), "adoption agencies")
+    verdict = mem0_locomo_judge(inp, JudgeContext(llm=llm))
+    assert verdict.correct is True and verdict.details["judge_model"] == "gpt-4o-mini"
+    [body] = server.requests
+    assert body["model"] == "gpt-4o-mini" and body["temperature"] == 0.0
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": MEM0_ACCURACY_PROMPT.format(
+                question="What did Caroline research?",
+                gold_answer="Adoption agencies",
+                generated_answer="adoption agencies",
+            ),
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "mem0", "strict"),
+    [
+        ('{"label": "CORRECT"}', True, True),
+        ('{"label": "WRONG"}', False, False),
+        ('```json\n{"label": "CORRECT"}\n```', True, True),  # mem0's extract_json strips the code block
+        ('{"label": "correct"}', False, None),  # mem0: any label but "CORRECT" is 0; strict: not a verdict
+        ('{"label": "PARTIALLY CORRECT"}', False, None),
+        ("CORRECT", None, None),  # not JSON: mem0's script would crash -> unparseable
+        ('Reasoning first. {"label": "CORRECT"}', None, None),  # extract_json finds no code block
+        ('{"verdict": "CORRECT"}', None, None),
+    ],
+)
+def test_mem0_label_rules(
+    reply: str, mem0: bool | None, strict: bool | None, llm: LLMResource, server: FakeOpenAIServer
+) -> None:
+    server.add_rule("Generated answer: Paris", reply)
+    inp = JudgeInput(locomo("1", "Paris"), "Paris")
+    for judge, expected in ((mem0_locomo_judge, mem0), (mem0_locomo_judge_strict, strict)):
+        if expected is None:
+            with pytest.raises(UnparseableVerdict):
+                judge(inp, JudgeContext(llm=llm))
+        else:
+            assert judge(inp, JudgeContext(llm=llm)).correct is expected
+
+
+def test_mem0_judge_skips_category_5_without_a_call(llm: LLMResource, server: FakeOpenAIServer) -> None:
+    for judge in (mem0_locomo_judge, mem0_locomo_judge_strict):
+        verdict = judge(JudgeInput(locomo("5", None), "Not mentioned"), JudgeContext(llm=llm))
+        assert verdict.correct is None and verdict.score is None  # excluded: not in the denominator
+    assert server.request_count == 0
+
+
+def test_mem0_judge_model_param_overrides_the_default(llm: LLMResource, server: FakeOpenAIServer) -> None:
+    server.add_rule("Generated answer:", '{"label": "WRONG"}')
+    ctx = JudgeContext(llm=llm, params={"model": "fake-judge"})
+    assert mem0_locomo_judge(JudgeInput(locomo("2", "May 2023"), "June"), ctx).correct is False
+    assert server.requests[0]["model"] == "fake-judge"

@@ -8,7 +8,9 @@ Outcomes of judging one answer:
 - a Verdict (status ok): ``correct`` True/False and ``score``; ``correct`` None means "not
   applicable to this question" (e.g. a lexical judge on a rubric gold), excluded from accuracy;
 - JudgeFailed raised (status failed, retried next run): the LLM call failed or its reply was not
-  a clear label. A failure is never scored as wrong.
+  a clear label. A failure is never scored as wrong. An unclear reply raises the subclass
+  UnparseableVerdict AFTER the reply is discarded from the LLM cache, so the next run asks again
+  (instead of replaying the same unusable reply at zero requests); reports count these rows.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ METRIC_LOCOMO_KEYWORD_OVERLAP = "locomo_keyword_overlap"
 METRIC_LOCOMO_LLM_JUDGE = "locomo_llm_judge"
 METRIC_LME_OFFICIAL_LLM_JUDGE = "lme_official_llm_judge"
 METRIC_LME_CONTAINS_NORMALIZED = "lme_contains_normalized"
+METRIC_MEM0_LOCOMO_JUDGE = "mem0_locomo_judge"
+METRIC_MEM0_LOCOMO_JUDGE_STRICT = "mem0_locomo_judge_strict"
 
 # how a report aggregates a metric over questions
 AGG_ACCURACY = "accuracy"  # mean of ``correct`` over rows where it is not null
@@ -57,6 +61,15 @@ DEFAULT_JUDGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 class JudgeFailed(RuntimeError):
     """No verdict could be obtained (LLM transport failure, or a reply that is not a clear label)."""
+
+
+class UnparseableVerdict(JudgeFailed):
+    """The judge LLM answered, but its reply holds no verdict (e.g. "Maybe"); never cached."""
+
+
+# how a stored judgment error starts when its reply held no verdict (pipeline.stage.timed stores
+# "<exception class>: <message>"); the report counts these rows (n_unparseable_verdict)
+UNPARSEABLE_ERROR_PREFIX = f"{UnparseableVerdict.__name__}:"
 
 
 class JudgeConfigError(ValueError):
@@ -107,6 +120,8 @@ class JudgeSpec:
     needs_llm: bool = False
     allowed_params: frozenset[str] = frozenset()
     fingerprint: str = ""  # hash of prompts / constants the definition depends on
+    default_model: str | None = None  # judge model when the config names none (None = the llm's model)
+    official_model: str | None = None  # the model the published protocol used (recorded in reports)
 
 
 JUDGES: Registry[JudgeSpec] = Registry("judge")
@@ -179,7 +194,9 @@ def bind_judge(cfg: ComponentConfig, llm: LLMClient | None) -> BoundJudge:
             f"judge {cfg.name!r} ({cfg.kind}) needs an LLM but the config has no 'llm:' block; "
             "remove it from 'judges:' or configure an LLM (it is never replaced by another judge)"
         )
-    model = (cfg.params.get("model") or llm.model) if (spec.needs_llm and llm is not None) else None
+    model = (
+        (cfg.params.get("model") or spec.default_model or llm.model) if (spec.needs_llm and llm is not None) else None
+    )
     return BoundJudge(cfg.name, spec, dict(cfg.params), model)
 
 
@@ -216,6 +233,7 @@ def metric_info() -> dict[str, dict[str, str]]:
             "description": spec.description,
             "aggregate": spec.aggregate,
             "needs_llm": str(spec.needs_llm).lower(),
+            "official_model": spec.official_model or "",
         }
         for name in load_judges()
         for spec in [JUDGES.get(name)]

@@ -1,4 +1,5 @@
-"""LLM judges: LongMemEval's official answer check and a mem0-style LoCoMo CORRECT/WRONG judge.
+"""LLM judges: LongMemEval's official answer check, mem0's LoCoMo judge (exact and strict) and a
+mem0-style LoCoMo judge.
 
 ``lme_official_llm_judge``: the prompts of LongMemEval's ``src/evaluation/evaluate_qa.py``
 (``get_anscheck_prompt``, MIT licence), one per question type; abstention is decided by the
@@ -12,13 +13,29 @@ temperature 0. The label is read from the JSON ``{"label": ...}`` the prompt ask
 reply that names exactly one of CORRECT/WRONG); anything else is a FAILED judgment. mem0 skipped
 category 5; here its gold is LoCoMo's own adversarial option "Not mentioned in the conversation".
 
-Both go through the LLM resource, so judgments are cached like answers (model, prompt, params).
+``mem0_locomo_judge``: mem0's LoCoMo judge exactly (mem0ai/mem0 ``evaluation/metrics/llm_judge.py``,
+Apache-2.0, at commit 2352a44): its ``ACCURACY_PROMPT`` byte for byte (curly quotes and trailing
+spaces included), one user message, ``response_format={"type": "json_object"}``, temperature 0,
+model gpt-4o-mini unless the config names another, label = ``json.loads(extract_json(reply))
+["label"]`` and 1 iff it equals "CORRECT" (any other label is 0, as in mem0); category 5 is skipped
+(verdict null, excluded), so LoCoMo's 1,986 questions give a denominator of 1,540. A reply that
+is not JSON with a "label" key (mem0's script would crash) is an unparseable verdict. Deviation:
+max_tokens is the llm block's (mem0 sends none).
+
+``mem0_locomo_judge_strict`` (membench's variant, not published): the same protocol with the two
+"be generous" instructions replaced by strict ones (same answer or an exact equivalent; vague,
+partial or merely on-topic answers are WRONG), and the label must be exactly CORRECT or WRONG.
+
+Every judge goes through the LLM resource, so judgments are cached like answers (model, prompt,
+params). A reply that holds no verdict is discarded from that cache (pipeline.llm_cache.
+discard_reply) and raises UnparseableVerdict: the judgment fails now and is asked again next run.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pipeline.judges.base import (
@@ -27,16 +44,20 @@ from pipeline.judges.base import (
     KIND_LONGMEMEVAL,
     METRIC_LME_OFFICIAL_LLM_JUDGE,
     METRIC_LOCOMO_LLM_JUDGE,
+    METRIC_MEM0_LOCOMO_JUDGE,
+    METRIC_MEM0_LOCOMO_JUDGE_STRICT,
     JudgeContext,
     JudgeFailed,
     JudgeInput,
     JudgeSpec,
+    UnparseableVerdict,
     Verdict,
     register,
     text_fingerprint,
 )
 from pipeline.judges.lme import is_lme_abstention, lme_gold
 from pipeline.judges.locomo import CAT_ADVERSARIAL, category
+from pipeline.llm_cache import discard_reply
 from pipeline.llm_protocol import LLMReply
 
 # ---- LongMemEval (official prompts) -------------------------------------------------------
@@ -89,6 +110,9 @@ LME_PROMPTS: dict[str, str] = {
     "single-session-preference": LME_PROMPT_PREFERENCE,
 }
 LME_MAX_TOKENS = 10
+# evaluate_qa.py's default metric model ('gpt-4o' in its model_zoo); recorded, not forced: the
+# judge uses the config's model (params.model, else the llm block's)
+LME_OFFICIAL_JUDGE_MODEL = "gpt-4o-2024-08-06"
 
 
 def get_anscheck_prompt(task: str, question: str, answer: str, response: str, abstention: bool) -> str:
@@ -126,9 +150,10 @@ def lme_official_llm_judge(inp: JudgeInput, ctx: JudgeContext) -> Verdict:
     reply = _chat(ctx, prompt, LME_MAX_TOKENS)
     label = parse_yes_no(reply.text)
     if label is None:
-        raise JudgeFailed(f"judge reply is not a clear yes/no: {reply.text!r:.200}")
+        raise _unparseable(reply, "not a clear yes/no")
     task = "abstention" if abstention else q.type_raw
-    return _verdict(label, reply, {"prompt_type": task, "reply": reply.text})
+    details = {"prompt_type": task, "reply": reply.text, "official_judge_model": LME_OFFICIAL_JUDGE_MODEL}
+    return _verdict(label, reply, details)
 
 
 # ---- LoCoMo (mem0-style) --------------------------------------------------------------------
@@ -206,23 +231,129 @@ def locomo_llm_judge(inp: JudgeInput, ctx: JudgeContext) -> Verdict:
     reply = _chat(ctx, prompt, LOCOMO_JUDGE_MAX_TOKENS)
     label = parse_correct_wrong(reply.text)
     if label is None:
-        raise JudgeFailed(f"judge reply is not a clear CORRECT/WRONG: {reply.text!r:.200}")
+        raise _unparseable(reply, "not a clear CORRECT/WRONG")
     return _verdict(label, reply, {"gold": gold, "reply": reply.text})
 
 
+# ---- LoCoMo (mem0's judge, exactly) --------------------------------------------------------------
+# mem0ai/mem0 evaluation/metrics/llm_judge.py ACCURACY_PROMPT (Apache-2.0), byte for byte: the
+# quotes are U+2019 and four lines end in a space.
+MEM0_ACCURACY_PROMPT = (
+    "\nYour task is to label an answer to a question as \u2019CORRECT\u2019 or \u2019WRONG\u2019. You will be "
+    "given the following data:\n    (1) a question (posed by one user to another user), \n    (2) a "
+    "\u2019gold\u2019 (ground truth) answer, \n    (3) a generated answer\nwhich you will score as "
+    "CORRECT/WRONG.\n\nThe point of the question is to "
+    "ask about something one user should know about the other user based on their prior conversations.\nThe gold "
+    "answer will usually be a concise and short answer that includes the referenced topic, for example:\nQuestion: "
+    "Do you remember what I got the last time I went to Hawaii?\nGold answer: A shell necklace\n"
+    "{generous_topic}\n\n"
+    "For time related questions, the gold answer will be a specific date, month, year, etc. {generous_time} Even if "
+    'the format differs (e.g., "May 7th" vs "7 May"), consider it CORRECT if it\'s the same date.\n\nNow it\'s '
+    "time for the real question:\nQuestion: {{question}}\nGold answer: {{gold_answer}}\nGenerated answer: "
+    "{{generated_answer}}\n\nFirst, provide a short (one sentence) explanation of your reasoning, then finish with "
+    "CORRECT or WRONG. \nDo NOT include both CORRECT and WRONG in your response, or it will break the evaluation "
+    'script.\n\nJust return the label CORRECT or WRONG in a json format with the key as "label".\n'
+).format(
+    generous_topic="The generated answer might be much longer, but you should be generous with your grading - as "
+    "long as it touches on the same topic as the gold answer, it should be counted as CORRECT. ",
+    generous_time='The generated answer might be much longer or use relative time references (like "last '
+    'Tuesday" or "next month"), but you should be generous with your grading - as long as it refers to the '
+    "same date or time period as the gold answer, it should be counted as CORRECT.",
+)
+# the strict variant: mem0's prompt with its two "be generous" instructions replaced
+MEM0_STRICT_PROMPT = MEM0_ACCURACY_PROMPT.replace(
+    "The generated answer might be much longer, but you should be generous with your grading - as long as it "
+    "touches on the same topic as the gold answer, it should be counted as CORRECT. ",
+    "Grade strictly: the generated answer is CORRECT only if it states the gold answer or an exact equivalent. "
+    "It is WRONG if it is vague, only touches on the same topic, omits part of the gold answer, or adds "
+    "information that contradicts it. ",
+).replace(
+    'The generated answer might be much longer or use relative time references (like "last Tuesday" or '
+    '"next month"), but you should be generous with your grading - as long as it refers to the same date or '
+    "time period as the gold answer, it should be counted as CORRECT.",
+    "The generated answer is CORRECT only if it names the same date or time period as precisely as the gold "
+    'answer; a relative time reference (like "last Tuesday") that is not resolved to that date is WRONG.',
+)
+MEM0_JUDGE_MODEL = "gpt-4o-mini"
+MEM0_RESPONSE_FORMAT: Mapping[str, Any] = {"type": "json_object"}
+_MEM0_CODE_BLOCK = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
+
+
+def mem0_extract_json(text: str) -> str:
+    """mem0's ``mem0.memory.utils.extract_json``: the body of a ``` block, else the stripped text."""
+    text = text.strip()
+    match = _MEM0_CODE_BLOCK.search(text)
+    return match.group(1) if match else text
+
+
+def mem0_label(reply: str | None) -> str | None:
+    """The "label" value as mem0 reads it (``json.loads(extract_json(reply))["label"]``), or None
+    where mem0's script would crash (not JSON, not an object, no "label" key)."""
+    if not reply:
+        return None
+    try:
+        obj: Any = json.loads(mem0_extract_json(reply))
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or "label" not in obj:
+        return None
+    return obj["label"] if isinstance(obj["label"], str) else json.dumps(obj["label"])
+
+
+def _mem0_judge(inp: JudgeInput, ctx: JudgeContext, prompt_template: str, strict: bool) -> Verdict:
+    q = inp.question
+    if category(q) == CAT_ADVERSARIAL:  # mem0 skips category 5: not scored, not in the denominator
+        return Verdict(None, None, {"skipped": "category 5 (mem0 protocol)"})
+    if q.answer is None:
+        raise ValueError(f"question {q.question_id!r} (record {q.record_index}): field 'answer' is null")
+    prompt = prompt_template.format(
+        question=str(q.question), gold_answer=str(q.answer), generated_answer=str(inp.prediction or "")
+    )
+    reply = _chat(
+        ctx, prompt, None, default_model=MEM0_JUDGE_MODEL, params={"response_format": dict(MEM0_RESPONSE_FORMAT)}
+    )
+    label = mem0_label(reply.text)
+    if label is None or (strict and label not in ("CORRECT", "WRONG")):
+        raise _unparseable(reply, 'no JSON "label" CORRECT/WRONG' if strict else 'no JSON "label"')
+    details = {"label": label, "reply": reply.text, "official_judge_model": MEM0_JUDGE_MODEL}
+    return _verdict(label == "CORRECT", reply, details)
+
+
+def mem0_locomo_judge(inp: JudgeInput, ctx: JudgeContext) -> Verdict:
+    return _mem0_judge(inp, ctx, MEM0_ACCURACY_PROMPT, strict=False)
+
+
+def mem0_locomo_judge_strict(inp: JudgeInput, ctx: JudgeContext) -> Verdict:
+    return _mem0_judge(inp, ctx, MEM0_STRICT_PROMPT, strict=True)
+
+
 # ---- shared -------------------------------------------------------------------------------
-def _chat(ctx: JudgeContext, prompt: str, max_tokens: int) -> LLMReply:
+def _chat(
+    ctx: JudgeContext,
+    prompt: str,
+    max_tokens: int | None,
+    *,
+    default_model: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> LLMReply:
     if ctx.llm is None:
         raise JudgeFailed("this judge needs an LLM and none is configured")
     reply = ctx.llm.chat(
         [{"role": "user", "content": prompt}],
-        model=ctx.params.get("model"),
+        model=ctx.params.get("model") or default_model,
         temperature=0.0,
         max_tokens=max_tokens,
+        params=params,
     )
     if not reply.ok:
         raise JudgeFailed(f"judge LLM call failed ({reply.model}): {reply.error}")
     return reply
+
+
+def _unparseable(reply: LLMReply, what: str) -> UnparseableVerdict:
+    """Discard the reply from the LLM cache (so the next attempt asks again) and build the error."""
+    discard_reply(reply.cache_key, f"unparseable judge verdict ({what})")
+    return UnparseableVerdict(f"judge reply is {what}: {reply.text!r:.200}")
 
 
 def _verdict(label: bool, reply: LLMReply, details: dict[str, Any]) -> Verdict:
@@ -248,6 +379,7 @@ register(
         needs_llm=True,
         allowed_params=frozenset({"model"}),
         fingerprint=text_fingerprint(*LME_PROMPTS.values(), LME_PROMPT_ABSTENTION, str(LME_MAX_TOKENS)),
+        official_model=LME_OFFICIAL_JUDGE_MODEL,
     )
 )
 register(
@@ -261,5 +393,39 @@ register(
         needs_llm=True,
         allowed_params=frozenset({"model"}),
         fingerprint=text_fingerprint(LOCOMO_JUDGE_PROMPT, LOCOMO_ADVERSARIAL_GOLD, str(LOCOMO_JUDGE_MAX_TOKENS)),
+    )
+)
+register(
+    JudgeSpec(
+        metric=METRIC_MEM0_LOCOMO_JUDGE,
+        kinds=frozenset({KIND_LOCOMO}),
+        fn=mem0_locomo_judge,
+        description="mem0's LoCoMo LLM judge exactly (its ACCURACY_PROMPT bytes, JSON response format, "
+        "gpt-4o-mini unless params.model; label CORRECT -> 1, any other label 0; category 5 skipped: "
+        "denominator 1,540 on LoCoMo)",
+        aggregate=AGG_ACCURACY,
+        version="1",
+        needs_llm=True,
+        allowed_params=frozenset({"model"}),
+        fingerprint=text_fingerprint(MEM0_ACCURACY_PROMPT, json.dumps(MEM0_RESPONSE_FORMAT), "skip-5"),
+        default_model=MEM0_JUDGE_MODEL,
+        official_model=MEM0_JUDGE_MODEL,
+    )
+)
+register(
+    JudgeSpec(
+        metric=METRIC_MEM0_LOCOMO_JUDGE_STRICT,
+        kinds=frozenset({KIND_LOCOMO}),
+        fn=mem0_locomo_judge_strict,
+        description="strict variant of mem0's LoCoMo judge (membench's, unpublished): its prompt without the two "
+        "'be generous' instructions (same answer or exact equivalent required), label exactly CORRECT/WRONG; "
+        "otherwise as mem0_locomo_judge (JSON format, gpt-4o-mini, category 5 skipped)",
+        aggregate=AGG_ACCURACY,
+        version="1",
+        needs_llm=True,
+        allowed_params=frozenset({"model"}),
+        fingerprint=text_fingerprint(MEM0_STRICT_PROMPT, json.dumps(MEM0_RESPONSE_FORMAT), "skip-5", "strict"),
+        default_model=MEM0_JUDGE_MODEL,
+        official_model=MEM0_JUDGE_MODEL,
     )
 )
