@@ -32,6 +32,7 @@ TABLE_GLOBS: dict[str, str] = {
     "evidence": "canonical/*/evidence.parquet",
     "data_quality": "canonical/*/data_quality.parquet",
     "load_failures": "canonical/*/load_failures.parquet",
+    "dataset_failures": "dataset_failures/*.parquet",
     "mc10_crosscheck": "canonical/*/mc10_crosscheck.parquet",
     "embeddings": "embeddings/*/*.parquet",
     "ingestion": "ingestion/*.parquet",
@@ -44,6 +45,14 @@ TABLE_GLOBS: dict[str, str] = {
 
 # per-question stages (partitioned assets): their files share the status columns
 STAGE_TABLES = ("ingestion", "retrievals", "answers", "judgments")
+
+# Progress key of a load failure: its partition key, or for a record whose id could not be read
+# (or whose key belongs to another record) ``<dataset>__#<record index>``. Why a pseudo key: such a
+# record is a question of the file that will never run, so it must count in every total; "#" is
+# outside the sanitized key alphabet, so it never equals a real partition key.
+LOAD_FAILURE_KEY_SQL = "coalesce(partition_key, dataset || '__#' || CAST(record_index AS VARCHAR))"
+# Progress key of a dataset whose file could not be loaded at all (pipeline.datasets base.py).
+DATASET_FAILURE_KEY_SQL = "dataset || '__*'"
 
 
 def write_parquet_atomic(path: Path, table: pa.Table) -> None:
@@ -162,26 +171,44 @@ class ResultStore(dg.ConfigurableResource):
         return sorted(globs)
 
     def _progress_sql(self, globs: dict[str, str]) -> str:
-        has_failures = "load_failures" in globs
+        """Keys: questions, load failures (keyless ones under a pseudo key) and failed datasets.
+
+        Keyless load failures and failed datasets never reach the stage driver, so they are
+        ``failed`` in every stage here (with the load error), never ``missing``: a rerun cannot
+        fill them, only a fixed input file can.
+        """
         parts = [
             "SELECT partition_key, 'canonical' AS stage, 'ok' AS status, NULL::VARCHAR AS error,"
             " NULL::DOUBLE AS duration_s, NULL::TIMESTAMP AS finished_at FROM questions"
         ]
-        if has_failures:
+        key_parts: list[str] = []
+        unkeyed: list[str] = []  # (pseudo key, message) of keys no stage will ever see
+        if "load_failures" in globs:
             parts.append(
-                "SELECT partition_key, 'canonical', 'failed', message, NULL, NULL"
-                " FROM load_failures WHERE partition_key IS NOT NULL"
+                f"SELECT {LOAD_FAILURE_KEY_SQL}, 'canonical', 'failed', message, NULL, NULL FROM load_failures"
             )
+            key_parts.append(f"SELECT dataset, {LOAD_FAILURE_KEY_SQL}, record_id FROM load_failures")
+            unkeyed.append(
+                f"SELECT {LOAD_FAILURE_KEY_SQL} AS k, message FROM load_failures WHERE partition_key IS NULL"
+            )
+        if "dataset_failures" in globs:
+            parts.append(
+                f"SELECT {DATASET_FAILURE_KEY_SQL}, 'canonical', 'failed', message, NULL, NULL FROM dataset_failures"
+            )
+            key_parts.append(f"SELECT dataset, {DATASET_FAILURE_KEY_SQL}, NULL FROM dataset_failures")
+            unkeyed.append(f"SELECT {DATASET_FAILURE_KEY_SQL} AS k, message FROM dataset_failures")
         parts += [
             f"SELECT partition_key, '{s}', status, error, duration_s, finished_at FROM \"{s}\""
             for s in STAGE_TABLES
             if s in globs
         ]
-        failures = (
-            "UNION ALL SELECT dataset, partition_key, record_id FROM load_failures WHERE partition_key IS NOT NULL"
-            if has_failures
-            else ""
-        )
+        if unkeyed:
+            later = ", ".join(f"'{s}'" for s in STAGE_TABLES)
+            parts.append(
+                f"SELECT u.k, st.stage, 'failed', u.message, NULL, NULL FROM ({' UNION ALL '.join(unkeyed)}) u"
+                f" CROSS JOIN (SELECT unnest([{later}]) AS stage) st"
+            )
+        failures = "".join(f" UNION ALL {p}" for p in key_parts)
         stages = "['canonical', " + ", ".join(f"'{s}'" for s in STAGE_TABLES) + "]"
         return PROGRESS_SQL.format(stage_union=" UNION ALL ".join(parts), failures_union=failures, stages=stages)
 

@@ -1,5 +1,6 @@
-"""Bad input: file-level errors stop the load with a message naming file, record and field;
-record-level errors fail only the affected question(s)."""
+"""Bad input: file-level errors stop the load of that file with a message naming file, record and
+field; record-level errors (key conflicts and unreadable JSON Lines lines included) fail only the
+affected question(s)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from pipeline.config import DatasetConfig
 from pipeline.datasets import LOADERS, DatasetFileError, convert_dataset
+from pipeline.datasets.base import KeyConflictFailure
 from pipeline.datasets.samples import LOCOMO_FILE, MC10_FILE, SAMPLE_DIR, build_longmemeval
 from pipeline.records import ParsedRecord
 from resources.storage import ResultStore
@@ -71,12 +73,45 @@ def test_json_error_names_the_record_where_it_happened(tmp_path: Path) -> None:
     assert "record 2" in str(err) and "not valid JSON" in str(err)
 
 
-def test_jsonl_error_names_line_and_record(tmp_path: Path) -> None:
+def test_jsonl_bad_line_fails_only_that_record(tmp_path: Path) -> None:
     lines = (SAMPLE_DIR / MC10_FILE).read_text().splitlines()[:3]
     path = tmp_path / "mc.jsonl"
     path.write_text("\n".join([lines[0], "", lines[1][:50], lines[2]]) + "\n")
+    loaded = load("locomo_mc10", path)
+    bad = only_failure(loaded).failure
+    assert bad is not None
+    assert (bad.record_index, bad.record_id, bad.partition_key, bad.field) == (1, "#1", None, "<json>")
+    assert bad.message.startswith(f"{path}: record 1 (id #1), field <json>: line 3 is not valid JSON")
+    assert [r.question.question_id for r in loaded if r.question] == ["conv-1_q0", "conv-1_q2"]
+
+
+def test_jsonl_non_utf8_line_fails_only_that_record(tmp_path: Path) -> None:
+    lines = [line.encode() for line in (SAMPLE_DIR / MC10_FILE).read_text().splitlines()[:3]]
+    cut = lines[2].index(b'"question"')
+    lines[2] = lines[2][:cut] + b'"note": "caf\xe9", ' + lines[2][cut:]
+    path = tmp_path / "mc.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    bad = only_failure(load("locomo_mc10", path)).failure
+    assert bad is not None and bad.record_index == 2 and bad.field == "<json>"
+    assert "line 3 is not UTF-8: byte 0xe9" in bad.message
+
+
+def test_jsonl_without_any_readable_line_is_a_file_error(tmp_path: Path) -> None:
+    path = tmp_path / "mc.jsonl"
+    path.write_text("{not json\n{neither\n")
     err = file_error("locomo_mc10", path)
-    assert err.record_index == 1 and "line 3" in str(err) and "record 1" in str(err)
+    assert "no readable JSON line" in str(err) and "line 1" in str(err)
+
+
+def test_non_utf8_byte_in_json_array_is_a_file_error_naming_the_record(tmp_path: Path) -> None:
+    records = lme_records()
+    data = json.dumps(records).encode()
+    cut = data.index(records[1]["question"].encode())
+    path = tmp_path / "lme.json"
+    path.write_bytes(data[:cut] + b"\xff" + data[cut:])
+    err = file_error("longmemeval", path)
+    assert (err.record_index, err.field) == (1, "<json>")
+    assert "non-UTF-8 byte" in str(err) and "\n" not in str(err)
 
 
 def test_not_gzip(tmp_path: Path) -> None:
@@ -101,27 +136,65 @@ def test_top_level_must_be_an_array(tmp_path: Path, loader: str) -> None:
     assert "top level" in str(err) and err.field == "<top level>"
 
 
-def test_duplicate_question_id(tmp_path: Path) -> None:
+def test_duplicate_question_id_fails_the_later_record(tmp_path: Path) -> None:
     records = lme_records()
     records[2]["question_id"] = records[0]["question_id"]
-    err = file_error("longmemeval", write_json(tmp_path / "dup.json", records))
-    assert (err.record_index, err.record_id, err.field) == (2, records[0]["question_id"], "question_id")
-    assert "duplicate question_id" in str(err) and "record 2" in str(err)
+    loaded = load("longmemeval", write_json(tmp_path / "dup.json", records))
+    bad = only_failure(loaded).failure
+    assert isinstance(bad, KeyConflictFailure)
+    qid = records[0]["question_id"]
+    assert (bad.record_index, bad.record_id, bad.field, bad.partition_key) == (2, qid, "question_id", None)
+    assert bad.conflict_key == f"ds__{qid}"
+    assert "duplicate question_id" in bad.message and "record 2" in bad.message
 
 
-def test_partition_key_collision(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("first", "second"), [("a.b", "a-b"), ("café", "cafè")])
+def test_partition_key_collision_fails_the_later_record(tmp_path: Path, first: str, second: str) -> None:
     records = lme_records()
-    records[0]["question_id"], records[1]["question_id"] = "a.b", "a-b"
-    err = file_error("longmemeval", write_json(tmp_path / "clash.json", records))
-    assert (err.record_index, err.record_id, err.field) == (1, "a-b", "question_id")
-    assert "'a-b' and 'a.b' both sanitize to partition key 'ds__a-b'" in str(err)
+    records[0]["question_id"], records[1]["question_id"] = first, second
+    loaded = load("longmemeval", write_json(tmp_path / "clash.json", records))
+    bad = only_failure(loaded).failure
+    assert isinstance(bad, KeyConflictFailure)
+    assert (bad.record_index, bad.record_id, bad.field) == (1, second, "question_id")
+    assert f"{second!r} and {first!r} both sanitize to partition key {bad.conflict_key!r}" in bad.message
+    assert len([r for r in loaded if r.question]) == 2
 
 
-def test_locomo_duplicate_sample_id_collides(tmp_path: Path) -> None:
+def test_locomo_duplicate_sample_id_fails_its_questions(tmp_path: Path) -> None:
     records = locomo_records()
     records[1]["sample_id"] = records[0]["sample_id"]
-    err = file_error("locomo", write_json(tmp_path / "dup.json", records))
-    assert err.record_index == 1 and err.record_id == "conv-1_q0"
+    loaded = load("locomo", write_json(tmp_path / "dup.json", records))
+    failed = [r.failure for r in loaded if r.failure]
+    assert len(failed) == len(records[1]["qa"]) and {f.record_index for f in failed} == {1}
+    assert failed[0].record_id == "conv-1_q0" and failed[0].partition_key is None
+    assert len([r for r in loaded if r.question]) == len(records[0]["qa"])
+
+
+@pytest.mark.parametrize("kind", ["duplicate", "collision"])
+def test_convert_fails_every_record_of_a_conflicting_key(tmp_path: Path, kind: str) -> None:
+    records = lme_records()
+    if kind == "duplicate":
+        records[2]["question_id"] = records[0]["question_id"]
+    else:
+        records[0]["question_id"], records[2]["question_id"] = "q\u00e9", "q\u00e8"
+    key = "ds__" + records[0]["question_id"].replace("\u00e9", "-")
+    store = ResultStore(results_dir=str(tmp_path / "results"))
+    path = write_json(tmp_path / "lme.json", records)
+    stats = convert_dataset(DatasetConfig(name="ds", loader="longmemeval", path=str(path)), store, lambda _m: None)
+    assert (stats.n_questions, stats.n_failures) == (1, 2)
+    questions = pq.read_table(store.canonical_path("ds", "questions")).to_pylist()
+    assert [q["question_id"] for q in questions] == [records[1]["question_id"]]
+    evidence = pq.read_table(store.canonical_path("ds", "evidence")).column("partition_key").to_pylist()
+    assert key not in evidence and evidence
+    failures = pq.read_table(store.canonical_path("ds", "load_failures")).to_pylist()
+    assert sorted((f["record_index"], f["partition_key"]) for f in failures) == [(0, key), (2, None)]
+    withdrawn = next(f for f in failures if f["record_index"] == 0)
+    assert "withdrawn: record 2" in withdrawn["message"] and withdrawn["field"] == "question_id"
+    with store.connect() as con:
+        canonical = con.execute(
+            "SELECT partition_key, status FROM progress WHERE stage = 'canonical' ORDER BY 1"
+        ).fetchall()
+    assert canonical == sorted([(key, "failed"), ("ds__#2", "failed"), (f"ds__{records[1]['question_id']}", "done")])
 
 
 # ---- record-level -------------------------------------------------------------------------

@@ -4,14 +4,21 @@ Why two kinds: a benchmark of ~2,000 questions must not be sunk by one malformed
 that is not what it claims to be (not JSON, not gzip, wrong top-level shape, duplicate or colliding
 question ids) cannot be trusted at all.
 
-File-level (raise ``DatasetFileError``; nothing is written, earlier outputs stay in place):
-  file missing, not gzip although named ``.gz``, not valid JSON / JSON Lines, top level not an
-  array of records, duplicate ``question_id``, two ids sanitizing to the same partition key.
+File-level (raise ``DatasetFileError``; nothing is written for that dataset, its earlier outputs
+stay in place, and the other datasets load as usual): file missing, not gzip although named
+``.gz``, truncated or corrupt compression, not valid JSON (including a non-UTF-8 byte in a JSON
+array: the parser cannot resume after it), top level not an array of records, a JSON Lines file
+none of whose lines is readable.
 Record-level (yield ``ParsedRecord(question=None, failure=LoadFailure(...))``; the question is
 recorded as failed with its partition key when its id is known, every other question loads):
   a record that is not an object, a required field missing, a field of the wrong JSON type,
   a value out of range (unknown LoCoMo category, choice index outside the choices), lists of
-  parallel fields with different lengths.
+  parallel fields with different lengths, a JSON Lines line that is not valid JSON or not UTF-8.
+Key conflicts (a duplicate ``question_id``, or two ids sanitizing to one partition key) are
+record-level too, and fail *every* record sharing the key: the later one is yielded as a
+``KeyConflictFailure`` (no key of its own), and the converter withdraws the earlier question,
+recording it as failed under the key. Why both: nothing says which of two records is the right
+one, and keeping the first would make the question depend on the file's record order.
 Known quirks (handled, counted as ``QualityIssue`` rows, never an error) are listed in the README
 of the shared datasets and in each loader's docstring.
 """
@@ -22,7 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.partitions import KeyRegistry, PartitionKeyCollision
+from pipeline.partitions import KeyRegistry, PartitionKeyCollision, partition_key
 from pipeline.records import LoadFailure, ParsedRecord, QualityIssue
 from pipeline.registry import Registry
 
@@ -69,6 +76,24 @@ class RecordError(ValueError):
         super().__init__(f"field {field}: {message}")
 
 
+class KeyConflict(RecordError):
+    """A question id whose partition key is already taken (duplicate id or sanitization clash)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__("question_id", message)
+
+
+@dataclass(frozen=True)
+class KeyConflictFailure(LoadFailure):
+    """A failed record whose key belongs to an earlier record, which must be withdrawn too.
+
+    ``partition_key`` stays None (the key is the earlier record's); ``conflict_key`` names it.
+    """
+
+    conflict_key: str = ""
+
+
 @dataclass
 class RecordContext:
     """Where a loader is in the file; builds issues and failures that name the record."""
@@ -102,13 +127,20 @@ class RecordContext:
         return ParsedRecord(question=None, issues=self.take_issues(), failure=failure)
 
     def key_for(self, keys: KeyRegistry, question_id: str) -> str:
-        """Partition key of ``question_id``; a duplicate or colliding id is a file-level error."""
+        """Partition key of ``question_id``; raises ``KeyConflict`` when the key is taken."""
         try:
             return keys.key_for(question_id)
         except PartitionKeyCollision as exc:
-            raise DatasetFileError(
-                self.file, str(exc), record_index=self.index, record_id=question_id, field="question_id"
-            ) from None
+            key = partition_key(self.dataset, question_id)
+            raise KeyConflict(key, f"{exc}; every record with this key fails") from None
+
+    def conflict_failure(self, err: KeyConflict, record_id: str | None = None) -> ParsedRecord:
+        """The later record of a key conflict: failed without a key of its own (the converter
+        withdraws the earlier record holding ``err.key``)."""
+        rid = record_id or self.record_id
+        message = describe(self.file, self.index, rid, err.field, err.message)
+        failure = KeyConflictFailure(self.dataset, self.file, self.index, rid, None, err.field, message, err.key)
+        return ParsedRecord(question=None, issues=self.take_issues(), failure=failure)
 
 
 def unknown_id(index: int) -> str:

@@ -10,6 +10,16 @@ Why this shape:
 - Atomic: everything is written to ``<parquet>/.staging/<dataset>-<uuid>/`` and swapped into
   ``canonical/<dataset>/`` at the end (two renames); a load that fails at any point leaves the
   earlier canonical files untouched and removes its staging folder.
+- Crash recovery (``recover_staging``, run before every conversion): a ``kill -9`` leaves a
+  staging folder behind (removed), and a crash between the two renames leaves
+  ``canonical/<dataset>`` missing with the complete new tables in staging (moved into place;
+  the manifest is written last, so its presence proves the folder complete) or, failing that,
+  the previous tables in ``<staging>.old`` (moved back).
+- One dataset's file error never sinks the others (``convert_datasets``): the error is recorded
+  in ``dataset_failures/<dataset>.parquet`` (shown as failed in ``progress``), the dataset keeps
+  its earlier canonical tables, and the record is removed by its next successful conversion.
+- Key conflicts: a ``KeyConflictFailure`` withdraws the earlier question holding its key
+  (question and evidence rows out, a failure row under the key in), see pipeline.datasets.base.
 - Incremental: ``_manifest.json`` records source path, size, mtime_ns, loader name/version and
   limit; when all of them match and every table exists, nothing is parsed (``skipped=True``).
 """
@@ -17,6 +27,7 @@ Why this shape:
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 import shutil
@@ -32,7 +43,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.config import PROJECT_ROOT, DatasetConfig
-from pipeline.datasets.base import LOADER_VERSION, LOADERS, DatasetFileError
+from pipeline.datasets.base import LOADER_VERSION, LOADERS, DatasetFileError, KeyConflictFailure
 from pipeline.records import (
     CANONICAL_SCHEMAS,
     EvidenceRow,
@@ -41,9 +52,22 @@ from pipeline.records import (
     QualityIssue,
     QuestionRow,
 )
-from resources.storage import ResultStore
+from resources.storage import ResultStore, write_parquet_atomic
 
 MANIFEST = "_manifest.json"
+DATASET_FAILURES_DIR = "dataset_failures"  # parquet/dataset_failures/<dataset>.parquet
+DATASET_FAILURE_SCHEMA = pa.schema(
+    [
+        ("dataset", pa.string()),
+        ("file", pa.string()),
+        ("record_index", pa.int64()),
+        ("record_id", pa.string()),
+        ("field", pa.string()),
+        ("message", pa.string()),
+        ("kept_earlier_tables", pa.bool_()),
+        ("failed_at", pa.timestamp("us")),
+    ]
+)
 STAGING_DIR = ".staging"
 TABLES = tuple(CANONICAL_SCHEMAS)
 BATCH_ROWS = 50_000
@@ -168,11 +192,29 @@ class _CanonicalWriter:
             self.c.keys.append(rec.question.partition_key)
             return True
         if rec.failure is not None:
+            if isinstance(rec.failure, KeyConflictFailure):
+                self._withdraw(rec.failure)
             self.c.failures.append(rec.failure)
             if rec.failure.partition_key:
                 self.c.keys.append(rec.failure.partition_key)
                 return True
         return False
+
+    def _withdraw(self, conflict: KeyConflictFailure) -> None:
+        """Fail the earlier question holding ``conflict.conflict_key`` (once; a failed one stays)."""
+        key = conflict.conflict_key
+        for i, q in enumerate(self.c.questions):
+            if q.partition_key == key:
+                del self.c.questions[i]
+                self.c.evidence = [e for e in self.c.evidence if e.partition_key != key]
+                message = (
+                    f"{q.question_id!r} (record {q.record_index}) withdrawn: record {conflict.record_index} "
+                    f"(id {conflict.record_id}) has the same partition key {key!r}; every record with this key fails"
+                )
+                self.c.failures.append(
+                    LoadFailure(self.dataset, conflict.file, q.record_index, q.question_id, key, "question_id", message)
+                )
+                return
 
     def close(self) -> dict[str, int]:
         """Write the in-memory tables; returns rows per table."""
@@ -188,7 +230,7 @@ class _CanonicalWriter:
             ("data_quality", self.c.issues),
             ("load_failures", self.c.failures),
         ):
-            table = table_from_rows(items, CANONICAL_SCHEMAS[name])
+            table = table_from_rows(items, CANONICAL_SCHEMAS[name])  # (schema fields only)
             pq.write_table(table, self.out / f"{name}.parquet", compression="zstd")
             rows[name] = len(items)
         return {name: rows[name] for name in TABLES}
@@ -238,6 +280,49 @@ def _stored_keys(out: Path) -> tuple[str, ...]:
     return tuple(keys + [k for k in failed if k])
 
 
+def _is_complete(folder: Path) -> bool:
+    """A staging folder whose manifest (written last) and every table exist."""
+    return (folder / MANIFEST).exists() and all((folder / f"{name}.parquet").exists() for name in TABLES)
+
+
+def recover_staging(parquet_root: Path, dataset: str, log: Callable[[str], None]) -> list[str]:
+    """Repair what a killed conversion of ``dataset`` left behind; returns what was done.
+
+    Why at start: a ``kill -9`` runs no cleanup, so stale staging folders (hundreds of MB for
+    LongMemEval) accumulate, and a crash between the two renames of ``_swap_into_place`` leaves
+    no ``canonical/<dataset>`` at all. Only this dataset's folders are touched (the caller runs
+    one conversion of a dataset at a time: Dagster runs one run at a time here).
+    """
+    staging_root = parquet_root / STAGING_DIR
+    target = parquet_root / "canonical" / dataset
+    if not staging_root.is_dir():
+        return []
+    ours = sorted(p for p in staging_root.iterdir() if p.name.startswith(f"{dataset}-") and _stem_is(p, dataset))
+    done: list[str] = []
+    if not target.exists():
+        new = [p for p in ours if not p.name.endswith(".old") and _is_complete(p)]
+        old = [p for p in ours if p.name.endswith(".old") and _is_complete(p)]
+        for candidate, what in ((new, "completed conversion"), (old, "previous tables")):
+            if candidate:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(candidate[-1], target)
+                done.append(f"restored {what} of {dataset} from {candidate[-1].name}")
+                break
+    for p in ours:
+        if p.exists():
+            shutil.rmtree(p, ignore_errors=True)
+            done.append(f"removed stale staging folder {p.name}")
+    for line in done:
+        log(f"{dataset}: {line}")
+    return done
+
+
+def _stem_is(path: Path, dataset: str) -> bool:
+    """``<dataset>-<32 hex>[.old]``: never another dataset whose name extends this one."""
+    rest = path.name[len(dataset) + 1 :].removesuffix(".old")
+    return len(rest) == 32 and all(c in "0123456789abcdef" for c in rest)
+
+
 def _swap_into_place(staging: Path, target: Path) -> None:
     """Replace ``target`` by ``staging`` (old folder renamed aside first, then removed)."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -276,6 +361,7 @@ def convert_dataset(
     src = ds.resolved_path(base_dir)
     loader = LOADERS.get(ds.loader)
     out = store.parquet_root / "canonical" / ds.name
+    recover_staging(store.parquet_root, ds.name, log)
     source = _source_manifest(ds, src)
     done = _up_to_date(out, source)
     if done is not None:
@@ -328,3 +414,66 @@ def _stats(
         seconds=seconds,
         source=str(src),
     )
+
+
+@dataclass(frozen=True)
+class DatasetFailure:
+    """A dataset whose file could not be converted; its earlier tables (if any) are kept."""
+
+    dataset: str
+    file: str
+    record_index: int | None
+    record_id: str | None
+    field: str | None
+    message: str
+    kept_earlier_tables: bool
+
+    @classmethod
+    def from_exception(cls, ds: DatasetConfig, src: str, exc: Exception, kept: bool) -> DatasetFailure:
+        """Name file, record and field for a ``DatasetFileError``; any other error by its type."""
+        if isinstance(exc, DatasetFileError):
+            return cls(ds.name, exc.file, exc.record_index, exc.record_id, exc.field, str(exc), kept)
+        return cls(ds.name, src, None, None, None, f"{src}: {type(exc).__name__}: {exc}", kept)
+
+
+def dataset_failure_path(store: ResultStore, dataset: str) -> Path:
+    return store.parquet_root / DATASET_FAILURES_DIR / f"{dataset}.parquet"
+
+
+def _record_failure(store: ResultStore, failure: DatasetFailure) -> None:
+    row = {**failure.__dict__, "failed_at": dt.datetime.now(dt.UTC).replace(tzinfo=None)}
+    table = pa.Table.from_pylist([row], schema=DATASET_FAILURE_SCHEMA)
+    write_parquet_atomic(dataset_failure_path(store, failure.dataset), table)
+
+
+def convert_datasets(
+    datasets: Iterable[DatasetConfig],
+    store: ResultStore,
+    log: Callable[[str], None],
+    *,
+    base_dir: Path = PROJECT_ROOT,
+    batch_rows: int = BATCH_ROWS,
+) -> tuple[list[ConvertStats], list[DatasetFailure]]:
+    """Convert each dataset on its own: one dataset's error fails that dataset only.
+
+    Why: a duplicate id, a stray byte or a truncated download in one file used to fail the whole
+    canonical step, so every other dataset got no questions in any later stage. Each failure is
+    recorded (file, record, field, message) in ``dataset_failures/<dataset>.parquet`` and shown as
+    failed in ``progress``; a successful conversion (or an up-to-date skip) removes the record.
+    """
+    stats: list[ConvertStats] = []
+    failures: list[DatasetFailure] = []
+    for ds in datasets:
+        try:
+            stats.append(convert_dataset(ds, store, log, base_dir=base_dir, batch_rows=batch_rows))
+        except Exception as exc:  # any error of one dataset must leave the others running
+            kept = (store.parquet_root / "canonical" / ds.name / MANIFEST).exists()
+            failure = DatasetFailure.from_exception(ds, str(ds.resolved_path(base_dir)), exc, kept)
+            _record_failure(store, failure)
+            failures.append(failure)
+            state = "earlier tables kept" if kept else "no earlier tables"
+            log(f"{ds.name}: FAILED to load ({state}): {failure.message}")
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                dataset_failure_path(store, ds.name).unlink()
+    return stats, failures

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pipeline.datasets.base import RecordContext, RecordError
+from pipeline.datasets.base import KeyConflict, RecordContext, RecordError
+from pipeline.datasets.sources import UnreadableRecord
 from pipeline.partitions import KeyRegistry
 from pipeline.records import ParsedRecord
 
@@ -95,13 +96,18 @@ def parse_keyed_record(ctx: RecordContext, raw: Any, keys: KeyRegistry, parse: Q
     Why shared: MC10 and LongMemEval records are keyed the same way; a bad record must fail only
     its question (with its partition key once the id is known), identically in both loaders.
     """
+    if isinstance(raw, UnreadableRecord):
+        return ctx.failure(RecordError("<json>", raw.reason), None)
     try:
         obj = as_object(raw, "<record>")
         qid = required(obj, "question_id", str)
     except RecordError as err:
         return ctx.failure(err, None)
     ctx.record_id = qid
-    key = ctx.key_for(keys, qid)
+    try:
+        key = ctx.key_for(keys, qid)
+    except KeyConflict as err:
+        return ctx.conflict_failure(err)
     try:
         return parse(ctx, obj, qid, key)
     except RecordError as err:

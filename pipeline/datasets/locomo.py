@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pipeline.datasets.base import LOADERS, RecordContext, RecordError, unknown_id
+from pipeline.datasets.base import LOADERS, KeyConflict, RecordContext, RecordError, unknown_id
 from pipeline.datasets.categories import ADVERSARIAL_CATEGORY, LOCOMO_CATEGORY_NAMES
 from pipeline.datasets.dates import parse_locomo_datetime
 from pipeline.datasets.fields import answer_text, as_object, check_type, optional, required, string_list
@@ -68,12 +68,21 @@ class Conversation(NamedTuple):
 def load_locomo(path: Path, dataset: str) -> Iterator[ParsedRecord]:
     """Yield one ParsedRecord per QA item of every conversation."""
     keys = KeyRegistry(dataset)
+    samples: set[str] = set()
     for index, raw in iter_json_array(path):
-        yield from conversation_records(RecordContext(dataset, str(path), index, unknown_id(index)), raw, keys)
+        ctx = RecordContext(dataset, str(path), index, unknown_id(index))
+        yield from conversation_records(ctx, raw, keys, samples)
 
 
-def conversation_records(ctx: RecordContext, raw: Any, keys: KeyRegistry) -> Iterator[ParsedRecord]:
-    """All questions of one conversation; a broken conversation fails each of its questions."""
+def conversation_records(
+    ctx: RecordContext, raw: Any, keys: KeyRegistry, samples: set[str] | None = None
+) -> Iterator[ParsedRecord]:
+    """All questions of one conversation; a broken conversation fails each of its questions.
+
+    A repeated ``sample_id`` fails every question of the later conversation (its haystack id is
+    taken, so its questions would silently be asked of the first conversation) and, through the
+    key conflicts, the earlier conversation's questions with the same numbers.
+    """
     try:
         obj = as_object(raw, "<record>")
         sample_id = required(obj, "sample_id", str)
@@ -83,19 +92,41 @@ def conversation_records(ctx: RecordContext, raw: Any, keys: KeyRegistry) -> Ite
         yield ctx.failure(err, None)
         return
     qids = [f"{sample_id}_q{i}" for i in range(len(qa))]
-    pkeys = [ctx.key_for(keys, qid) for qid in qids]
+    repeated = samples is not None and sample_id in samples
+    if samples is not None:
+        samples.add(sample_id)
+    pkeys: list[str | None] = []
+    conflicts: dict[str, KeyConflict] = {}
+    for qid in qids:
+        try:
+            pkeys.append(ctx.key_for(keys, qid))
+        except KeyConflict as err:
+            pkeys.append(None)
+            conflicts[qid] = err
+    if repeated:
+        dup = RecordError("sample_id", f"duplicate sample_id {sample_id!r}; the questions of both conversations fail")
+        for qid in qids:
+            ctx.record_id = qid
+            yield ctx.conflict_failure(conflicts[qid]) if qid in conflicts else ctx.failure(dup, None, record_id=qid)
+        return
+    for qid, conflict in conflicts.items():
+        yield ctx.conflict_failure(conflict, record_id=qid)
     try:
         conv = parse_conversation(ctx, obj, sample_id)
     except RecordError as err:
         for qid, key in zip(qids, pkeys, strict=True):
-            yield ctx.failure(err, key, record_id=qid)
+            if key is not None:
+                yield ctx.failure(err, key, record_id=qid)
         return
     if not qa:
         ctx.issue("no_questions", "qa", "[]", "conversation stored without questions")
         yield ParsedRecord(None, conv.sessions, conv.haystack, issues=ctx.take_issues())
     for i, item in enumerate(qa):
+        key = pkeys[i]
+        if key is None:  # already failed as a key conflict
+            continue
         ctx.record_id = qids[i]  # issues and failures of this item name the question
-        yield qa_record(ctx, conv, i, item, qids[i], pkeys[i], sample_id)
+        yield qa_record(ctx, conv, i, item, qids[i], key, sample_id)
 
 
 def parse_conversation(ctx: RecordContext, obj: Mapping[str, Any], sample_id: str) -> Conversation:

@@ -13,6 +13,7 @@ import json
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,6 +22,7 @@ import ijson
 from pipeline.datasets.base import DatasetFileError
 
 GZIP_MAGIC = b"\x1f\x8b"
+COMPRESSION_FIELD = "<file bytes>"  # the error is below JSON: truncated gzip, unreadable bytes
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 _BUF_SIZE = 1 << 20  # 1 MiB reads: fewer Python-level calls into the parser
 
@@ -59,7 +61,7 @@ def first_char(stream: IO[bytes], path: Path) -> str | None:
                 break
         stream.seek(0)
     except _READ_ERRORS as exc:
-        raise DatasetFileError(path, f"cannot read (corrupt or not gzip): {exc}") from None
+        raise DatasetFileError(path, f"cannot read (corrupt or truncated): {exc}", field=COMPRESSION_FIELD) from None
     return char
 
 
@@ -73,6 +75,17 @@ def _require_array(stream: IO[bytes], path: Path) -> None:
         raise DatasetFileError(path, f"not JSON: unexpected first character {char!r}", field="<json>")
 
 
+def _json_error(exc: Exception) -> str:
+    """yajl's message, decoded, with its multi-line excerpt of the file folded onto one line."""
+    text = exc.args[0] if exc.args else str(exc)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "backslashreplace")
+    text = " ".join(str(text).split())
+    if "invalid bytes in UTF8" in text:
+        text = "non-UTF-8 byte in a string (the file must be UTF-8): " + text
+    return text[:300]
+
+
 def iter_array_stream(stream: IO[bytes], path: Path) -> Iterator[tuple[int, Any]]:
     """(index, record) for each item of the top-level JSON array of an open stream."""
     _require_array(stream, path)
@@ -84,9 +97,11 @@ def iter_array_stream(stream: IO[bytes], path: Path) -> Iterator[tuple[int, Any]
         except StopIteration:
             return
         except ijson.JSONError as exc:
-            raise DatasetFileError(path, f"not valid JSON: {exc}", record_index=index, field="<json>") from None
+            raise DatasetFileError(
+                path, f"not valid JSON: {_json_error(exc)}", record_index=index, field="<json>"
+            ) from None
         except _READ_ERRORS as exc:
-            raise DatasetFileError(path, f"corrupt file: {exc}", record_index=index, field="<json>") from None
+            raise DatasetFileError(path, f"corrupt file: {exc}", record_index=index, field=COMPRESSION_FIELD) from None
         yield index, record
         index += 1
 
@@ -97,26 +112,50 @@ def iter_json_array(path: Path) -> Iterator[tuple[int, Any]]:
         yield from iter_array_stream(stream, path)
 
 
+@dataclass(frozen=True)
+class UnreadableRecord:
+    """A JSON Lines line that cannot be parsed: loaders turn it into a failed record (no id).
+
+    Why not a file error: each line of JSON Lines stands alone, so one bad line (a stray byte,
+    a truncated last line) says nothing about the others, which still load.
+    """
+
+    reason: str
+
+
 def iter_json_lines_stream(stream: IO[bytes], path: Path) -> Iterator[tuple[int, Any]]:
-    """(index, record) for each non-blank line of a JSON Lines stream."""
+    """(index, record) for each non-blank line of a JSON Lines stream.
+
+    A line that is not valid UTF-8 JSON yields an ``UnreadableRecord``; a file where no line at
+    all is readable is a ``DatasetFileError`` (it is not JSON Lines).
+    """
     index = 0
     lineno = 0
+    readable = 0
+    first_error: str | None = None
     while True:
         try:
             line = stream.readline()
         except _READ_ERRORS as exc:
-            raise DatasetFileError(path, f"corrupt file: {exc}", record_index=index, field="<json>") from None
+            raise DatasetFileError(path, f"corrupt file: {exc}", record_index=index, field=COMPRESSION_FIELD) from None
         if not line:
+            if readable == 0 and first_error is not None:
+                raise DatasetFileError(path, f"no readable JSON line; first error: {first_error}", field="<json>")
             return
         lineno += 1
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DatasetFileError(
-                path, f"line {lineno} is not valid JSON: {exc}", record_index=index, field="<json>"
-            ) from None
+            record: Any = json.loads(line)
+            readable += 1
+        except UnicodeDecodeError as exc:
+            record = UnreadableRecord(
+                f"line {lineno} is not UTF-8: byte {line[exc.start]:#04x} at column {exc.start + 1}"
+            )
+        except json.JSONDecodeError as exc:
+            record = UnreadableRecord(f"line {lineno} is not valid JSON: {exc}")
+        if isinstance(record, UnreadableRecord) and first_error is None:
+            first_error = record.reason
         yield index, record
         index += 1
 

@@ -166,11 +166,9 @@ def _retrieval_headline_cte(has_metrics: bool) -> str:
 
 def _dataset_questions_cte(has_failures: bool) -> str:
     """Questions per dataset, counting records that failed to load (their stages hold failed rows)."""
-    failures = (
-        " UNION ALL SELECT dataset, partition_key FROM load_failures WHERE partition_key IS NOT NULL"
-        if has_failures
-        else ""
-    )
+    from resources.storage import LOAD_FAILURE_KEY_SQL  # records without a readable id count too
+
+    failures = f" UNION ALL SELECT dataset, {LOAD_FAILURE_KEY_SQL} FROM load_failures" if has_failures else ""
     return (
         "SELECT dataset, count(DISTINCT partition_key) AS n_dataset_questions FROM "
         f"(SELECT dataset, partition_key FROM questions{failures}) GROUP BY dataset"
