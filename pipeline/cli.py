@@ -1,42 +1,79 @@
 """``membench``: a small CLI around the result store (what ran, what failed, where results are).
 
-Why: the DuckDB command-line shell is not part of the Python package; these commands give a
-newcomer the same answers (``membench sql``) plus the failed partitions ready to backfill.
+Why: the DuckDB shell needs the results folder as its working directory (the views hold paths
+relative to it); these commands work from anywhere and give a newcomer the same answers
+(``membench sql``), the failed partitions ready to re-run, and a paired comparison of two runs.
+
+Every mistake a user can make here (a missing config, no results yet, a bad query, an unknown
+stage) ends in ONE line on stderr and exit status 2, never a traceback; values a user types are
+passed to DuckDB as parameters, never pasted into SQL.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
 
 import duckdb
 
-from pipeline.config import load_config
-from resources.storage import ResultStore
+from pipeline.config import ConfigError, load_config
+from resources.storage import STAGE_TABLES, ResultStore
 
 EXAMPLE_SQL = "SELECT dataset, stage, done, failed, missing FROM progress_summary"
+STAGES: tuple[str, ...] = ("canonical", *STAGE_TABLES)
+USER_ERROR = 2
+FIRST_RUN = "run `dagster job execute -j full_benchmark` first"
+
+
+class UserError(Exception):
+    """A mistake of the person at the keyboard: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: {message} (see {self.prog} --help)\n")
+        raise SystemExit(USER_ERROR)
 
 
 def _store(config: str | None) -> ResultStore:
-    return ResultStore(results_dir=str(load_config(config).resolved_results_dir()))
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    return ResultStore(results_dir=str(cfg.resolved_results_dir()))
 
 
-def _table(con: duckdb.DuckDBPyConnection, sql: str) -> str:
-    rel = con.sql(sql)
-    if rel is None:
-        return "(no result)"
-    cols = rel.columns
-    rows = rel.fetchall()
-    widths = [max(len(str(c)), *(len(_fmt(r[i])) for r in rows)) for i, c in enumerate(cols)]
-    line = " | ".join(str(c).ljust(w) for c, w in zip(cols, widths, strict=True))
-    out = [line, "-+-".join("-" * w for w in widths)]
-    out += [" | ".join(_fmt(v).ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join(out)
+def _require_results(store: ResultStore) -> None:
+    if not any(store.parquet_root.glob("canonical/*/questions.parquet")):
+        raise UserError(f"no results yet under {store.root}: {FIRST_RUN}")
 
 
 def _fmt(v: object) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table; a query with zero rows prints its header and ``(0 rows)``."""
+    cells = [[_fmt(v) for v in r] for r in rows]
+    widths = [max([len(str(c)), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    out = [" | ".join(str(c).ljust(w) for c, w in zip(columns, widths, strict=True))]
+    out.append("-+-".join("-" * w for w in widths))
+    out += [" | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    if not rows:
+        out.append("(0 rows)")
+    return "\n".join(out)
+
+
+def _query_table(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> str:
+    rel = con.sql(sql, params=params)
+    if rel is None:  # a statement without a result (SET, CREATE ...)
+        return "(no result)"
+    return format_table(rel.columns, rel.fetchall())
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -45,10 +82,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
     store = _store(args.config)
     with store.connect() as con:
         try:
-            table = _table(con, args.query)
+            table = _query_table(con, args.query)
         except duckdb.Error as exc:
-            sys.stderr.write(f"membench sql: {exc}\n")
-            return 2
+            hint = "" if store.catalog_path.exists() else f" (no results yet under {store.root}: {FIRST_RUN})"
+            raise UserError(" ".join(str(exc).split()) + hint) from None
     sys.stdout.write(table + "\n")
     return 0
 
@@ -57,31 +94,38 @@ def cmd_results(args: argparse.Namespace) -> int:
     from pipeline.report.summary import summarize_for_cli
 
     store = _store(args.config)
-    if not store.catalog_path.exists():
-        sys.stderr.write(f"no results yet under {store.root}: run `dagster job execute -j full_benchmark`\n")
-        return 1
+    _require_results(store)
     sys.stdout.write(summarize_for_cli(store.root) + "\n")
     return 0
 
 
 def cmd_progress(args: argparse.Namespace) -> int:
     store = _store(args.config)
+    _require_results(store)
     with store.connect() as con:
-        sys.stdout.write(_table(con, "SELECT * FROM progress_summary") + "\n")
+        sys.stdout.write(_query_table(con, "SELECT * FROM progress_summary") + "\n")
     return 0
+
+
+FAILED_SQL = """
+SELECT stage, partition_key, errors FROM progress
+WHERE status = 'failed' AND ($stage IS NULL OR stage = $stage)
+ORDER BY stage, partition_key
+"""
 
 
 def cmd_failed(args: argparse.Namespace) -> int:
     """List failed questions and the command that re-materializes exactly them."""
     store = _store(args.config)
-    where = "status = 'failed'" + (f" AND stage = '{args.stage}'" if args.stage else "")
+    _require_results(store)
     with store.connect() as con:
-        rows = con.sql(f"SELECT stage, partition_key, errors FROM progress WHERE {where} ORDER BY 1, 2").fetchall()
+        rows = con.execute(FAILED_SQL, {"stage": args.stage}).fetchall()
     for stage, key, err in rows:
         sys.stdout.write(f"{stage}\t{key}\t{(err or '')[:200]}\n")
     keys = sorted({r[1] for r in rows})
     if not keys:
-        sys.stdout.write("no failed questions\n")
+        where = f" at stage {args.stage}" if args.stage else ""
+        sys.stdout.write(f"no failed questions{where}\n")
         return 0
     sys.stdout.write(
         f"\n{len(keys)} failed question(s). Re-run them:\n"
@@ -94,19 +138,64 @@ def cmd_failed(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="membench", description=__doc__)
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Paired comparison of two runs on the questions both scored (see pipeline.report.compare)."""
+    from pipeline.report import compare
+
+    try:
+        run_a, run_b = compare.resolve_run(args.run_a), compare.resolve_run(args.run_b)
+    except compare.RunNotFound as exc:
+        raise UserError(str(exc)) from None
+    result = compare.compare_runs(run_a, run_b, seed=args.seed, resamples=args.resamples)
+    if not result.rows:
+        raise UserError(
+            f"nothing to compare: no (dataset, system, reader, judge metric) is scored on the same questions in "
+            f"{run_a} and {run_b}"
+        )
+    sys.stdout.write(compare.text_report(result) + "\n")
+    if args.html:
+        path = compare.write_html(result, Path(args.html))
+        sys.stdout.write(f"\nwritten: {path}\n")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="membench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="benchmark config YAML (default: $MEMBENCH_CONFIG or configs/sample.yaml)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("results", help="where the results are, a SQL query to look at them, headline table")
     sub.add_parser("progress", help="per dataset and stage: done / failed / missing questions")
-    p_failed = sub.add_parser("failed", help="failed questions and the backfill command for them")
-    p_failed.add_argument("--stage", help="only this stage (canonical, ingestion, retrievals, answers, judgments)")
-    p_sql = sub.add_parser("sql", help="run a SQL query over the result tables")
+    p_failed = sub.add_parser("failed", help="failed questions and the command that re-runs them")
+    p_failed.add_argument("--stage", choices=STAGES, help="only this stage")
+    p_sql = sub.add_parser("sql", help="run a SQL query over the result views")
     p_sql.add_argument("query", nargs="?", default=EXAMPLE_SQL)
-    args = parser.parse_args(argv)
-    handler = {"results": cmd_results, "progress": cmd_progress, "failed": cmd_failed, "sql": cmd_sql}
-    return handler[args.command](args)
+    p_cmp = sub.add_parser(
+        "compare",
+        help="paired comparison of two runs on shared questions (McNemar exact / paired bootstrap)",
+        description="RUN_A and RUN_B are results folders (holding parquet/) or benchmark config YAML files.",
+    )
+    p_cmp.add_argument("run_a", metavar="RUN_A")
+    p_cmp.add_argument("run_b", metavar="RUN_B")
+    p_cmp.add_argument("--html", help="also write the comparison as a static HTML page to this path")
+    p_cmp.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the pinned one)")
+    p_cmp.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 1000)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "results": cmd_results,
+        "progress": cmd_progress,
+        "failed": cmd_failed,
+        "sql": cmd_sql,
+        "compare": cmd_compare,
+    }
+    try:
+        return handlers[args.command](args)
+    except UserError as exc:
+        sys.stderr.write(f"membench {args.command}: {exc}\n")
+        return USER_ERROR
 
 
 if __name__ == "__main__":

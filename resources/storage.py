@@ -22,6 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 CATALOG_NAME = "results.duckdb"
+# the catalog file is written in this storage format so that the ``duckdb`` shell of the
+# ``duckdb-cli`` package (1.5.x; the Python package is 2.x) can open it
+CATALOG_STORAGE_VERSION = "v1.5.0"
 
 # table name -> glob relative to <results_dir>/parquet
 TABLE_GLOBS: dict[str, str] = {
@@ -32,7 +35,6 @@ TABLE_GLOBS: dict[str, str] = {
     "evidence": "canonical/*/evidence.parquet",
     "data_quality": "canonical/*/data_quality.parquet",
     "load_failures": "canonical/*/load_failures.parquet",
-    "dataset_failures": "dataset_failures/*.parquet",
     "mc10_crosscheck": "canonical/*/mc10_crosscheck.parquet",
     "embeddings": "embeddings/*/*.parquet",
     "ingestion": "ingestion/*.parquet",
@@ -45,14 +47,6 @@ TABLE_GLOBS: dict[str, str] = {
 
 # per-question stages (partitioned assets): their files share the status columns
 STAGE_TABLES = ("ingestion", "retrievals", "answers", "judgments")
-
-# Progress key of a load failure: its partition key, or for a record whose id could not be read
-# (or whose key belongs to another record) ``<dataset>__#<record index>``. Why a pseudo key: such a
-# record is a question of the file that will never run, so it must count in every total; "#" is
-# outside the sanitized key alphabet, so it never equals a real partition key.
-LOAD_FAILURE_KEY_SQL = "coalesce(partition_key, dataset || '__#' || CAST(record_index AS VARCHAR))"
-# Progress key of a dataset whose file could not be loaded at all (pipeline.datasets base.py).
-DATASET_FAILURE_KEY_SQL = "dataset || '__*'"
 
 
 def write_parquet_atomic(path: Path, table: pa.Table) -> None:
@@ -69,6 +63,28 @@ def write_parquet_atomic(path: Path, table: pa.Table) -> None:
 
 def _view_sql(name: str, pattern: str) -> str:
     return f"CREATE OR REPLACE VIEW \"{name}\" AS SELECT * FROM read_parquet('{pattern}', union_by_name = true)"
+
+
+# A failed answer / judgment row is written before the component ran, so its key columns can be
+# NULL; the unit (``system/reader[/judge]``) always names them. ``metric`` of a failed judgment is
+# the metric its judge reported on any other row (NULL only if that judge never succeeded).
+_KEY_FILL: dict[str, str] = {
+    "answers": (
+        "coalesce(system, split_part(unit, '/', 1)) AS system, coalesce(reader, split_part(unit, '/', 2)) AS reader"
+    ),
+    "judgments": (
+        "coalesce(system, split_part(unit, '/', 1)) AS system, coalesce(reader, split_part(unit, '/', 2)) AS reader, "
+        "coalesce(judge, split_part(unit, '/', 3)) AS judge, "
+        "coalesce(metric, max(metric) OVER (PARTITION BY dataset, split_part(unit, '/', 3))) AS metric"
+    ),
+}
+
+
+def _filled_view_sql(name: str, pattern: str) -> str:
+    return (
+        f'CREATE OR REPLACE VIEW "{name}" AS SELECT * REPLACE ({_KEY_FILL[name]}) '
+        f"FROM read_parquet('{pattern}', union_by_name = true)"
+    )
 
 
 PROGRESS_SQL = """
@@ -155,15 +171,28 @@ class ResultStore(dg.ConfigurableResource):
 
     # ---- SQL ---------------------------------------------------------------------------
     def _existing_globs(self) -> dict[str, str]:
+        """Table -> glob RELATIVE to the results folder (``parquet/answers/*.parquet``).
+
+        Why relative: the views stored in ``results.duckdb`` must keep working when the results
+        folder is copied or moved; DuckDB resolves a relative path against the working directory
+        or ``file_search_path``, which every connection made here sets to the results folder.
+        """
         found: dict[str, str] = {}
         for name, pattern in TABLE_GLOBS.items():
             if any(self.parquet_root.glob(pattern)):
-                found[name] = str(self.parquet_root / pattern)
+                found[name] = f"{self.parquet_root.relative_to(self.root).as_posix()}/{pattern}"
         return found
 
     def _create_views(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        con.execute("SET file_search_path = ?", [str(self.root)])
         globs = self._existing_globs()
         for name, pattern in globs.items():
+            if name in _KEY_FILL:
+                try:
+                    con.execute(_filled_view_sql(name, pattern))
+                    continue
+                except duckdb.BinderException:
+                    pass  # only failure rows so far: some key columns do not exist yet
             con.execute(_view_sql(name, pattern))
         if "questions" in globs:
             con.execute(self._progress_sql(globs))
@@ -171,44 +200,26 @@ class ResultStore(dg.ConfigurableResource):
         return sorted(globs)
 
     def _progress_sql(self, globs: dict[str, str]) -> str:
-        """Keys: questions, load failures (keyless ones under a pseudo key) and failed datasets.
-
-        Keyless load failures and failed datasets never reach the stage driver, so they are
-        ``failed`` in every stage here (with the load error), never ``missing``: a rerun cannot
-        fill them, only a fixed input file can.
-        """
+        has_failures = "load_failures" in globs
         parts = [
             "SELECT partition_key, 'canonical' AS stage, 'ok' AS status, NULL::VARCHAR AS error,"
             " NULL::DOUBLE AS duration_s, NULL::TIMESTAMP AS finished_at FROM questions"
         ]
-        key_parts: list[str] = []
-        unkeyed: list[str] = []  # (pseudo key, message) of keys no stage will ever see
-        if "load_failures" in globs:
+        if has_failures:
             parts.append(
-                f"SELECT {LOAD_FAILURE_KEY_SQL}, 'canonical', 'failed', message, NULL, NULL FROM load_failures"
+                "SELECT partition_key, 'canonical', 'failed', message, NULL, NULL"
+                " FROM load_failures WHERE partition_key IS NOT NULL"
             )
-            key_parts.append(f"SELECT dataset, {LOAD_FAILURE_KEY_SQL}, record_id FROM load_failures")
-            unkeyed.append(
-                f"SELECT {LOAD_FAILURE_KEY_SQL} AS k, message FROM load_failures WHERE partition_key IS NULL"
-            )
-        if "dataset_failures" in globs:
-            parts.append(
-                f"SELECT {DATASET_FAILURE_KEY_SQL}, 'canonical', 'failed', message, NULL, NULL FROM dataset_failures"
-            )
-            key_parts.append(f"SELECT dataset, {DATASET_FAILURE_KEY_SQL}, NULL FROM dataset_failures")
-            unkeyed.append(f"SELECT {DATASET_FAILURE_KEY_SQL} AS k, message FROM dataset_failures")
         parts += [
             f"SELECT partition_key, '{s}', status, error, duration_s, finished_at FROM \"{s}\""
             for s in STAGE_TABLES
             if s in globs
         ]
-        if unkeyed:
-            later = ", ".join(f"'{s}'" for s in STAGE_TABLES)
-            parts.append(
-                f"SELECT u.k, st.stage, 'failed', u.message, NULL, NULL FROM ({' UNION ALL '.join(unkeyed)}) u"
-                f" CROSS JOIN (SELECT unnest([{later}]) AS stage) st"
-            )
-        failures = "".join(f" UNION ALL {p}" for p in key_parts)
+        failures = (
+            "UNION ALL SELECT dataset, partition_key, record_id FROM load_failures WHERE partition_key IS NOT NULL"
+            if has_failures
+            else ""
+        )
         stages = "['canonical', " + ", ".join(f"'{s}'" for s in STAGE_TABLES) + "]"
         return PROGRESS_SQL.format(stage_union=" UNION ALL ".join(parts), failures_union=failures, stages=stages)
 
@@ -235,7 +246,7 @@ class ResultStore(dg.ConfigurableResource):
         tmp = Path(tmp_name)
         tmp.unlink()
         try:
-            con = duckdb.connect(str(tmp))
+            con = duckdb.connect(str(tmp), config={"storage_compatibility_version": CATALOG_STORAGE_VERSION})
             try:
                 views = self._create_views(con)
                 if "progress" in _view_names(con):
@@ -256,6 +267,14 @@ class ResultStore(dg.ConfigurableResource):
         from pipeline.catalog_views import create_report_views
 
         return create_report_views(con)
+
+
+def open_catalog(path: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """Open a ``results.duckdb`` from any working directory (its views hold relative paths)."""
+    p = Path(path).resolve()
+    con = duckdb.connect(str(p), read_only=read_only)
+    con.execute("SET file_search_path = ?", [str(p.parent)])
+    return con
 
 
 def _view_names(con: duckdb.DuckDBPyConnection) -> set[str]:

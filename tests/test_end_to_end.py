@@ -20,6 +20,7 @@ import duckdb
 import pytest
 import yaml
 
+from resources.storage import open_catalog
 from tests.conftest import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
@@ -101,7 +102,7 @@ def test_kill_resume_rerun_on_samples(tmp_path: Path) -> None:
     second = _run(env)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     catalog = results / "results.duckdb"
-    con = duckdb.connect(str(catalog), read_only=True)
+    con = open_catalog(catalog)
     n_questions = con.execute("SELECT count(*) FROM questions").fetchall()[0][0]
     assert killed_at < n_questions  # the kill really happened in the middle of the stage
     for stage in STAGES:

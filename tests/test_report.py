@@ -39,7 +39,7 @@ from pipeline.report.retrieval_table import table_path
 from pipeline.report.summary import summarize_for_cli
 from pipeline.stage import stage_schema
 from resources.benchmark import BenchmarkResource
-from resources.storage import ResultStore
+from resources.storage import ResultStore, open_catalog
 
 L3 = math.log2(3)
 
@@ -240,7 +240,7 @@ def _one(con: duckdb.DuckDBPyConnection, sql: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def catalog(materialized: ResultStore) -> duckdb.DuckDBPyConnection:
-    return duckdb.connect(str(materialized.catalog_path), read_only=True)
+    return open_catalog(materialized.catalog_path)
 
 
 # ---- retrieval ------------------------------------------------------------------------------
@@ -447,7 +447,7 @@ def test_load_failures_count_as_questions_and_failures(tmp_path: Path) -> None:
     _write_stage(store, "judgments", JUDGMENTS_PAYLOAD, judgments)
     views = store.refresh_catalog()
     assert {"accuracy_report", "accuracy_by_type", "paired_comparisons"} <= set(views)
-    con = duckdb.connect(str(store.catalog_path), read_only=True)
+    con = open_catalog(store.catalog_path)
     r = _one(con, "SELECT * FROM accuracy_report")
     assert (r["n_dataset_questions"], r["n_missing"], r["n_failed_answer"], r["n_scored"]) == (2, 0, 1, 1)
     types = con.execute("SELECT type_raw, n_failed_answer FROM accuracy_by_type ORDER BY 1").fetchall()

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from resources.storage import ResultStore, write_parquet_atomic
+from resources.storage import ResultStore, open_catalog, write_parquet_atomic
 
 
 def _questions(n: int) -> pa.Table:
@@ -45,6 +45,7 @@ def test_catalog_refresh_while_user_holds_it_open(tmp_path: Path) -> None:
         ],
         stdout=subprocess.PIPE,
         text=True,
+        cwd=store.root,  # the views hold paths relative to the results folder
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
@@ -53,7 +54,7 @@ def test_catalog_refresh_while_user_holds_it_open(tmp_path: Path) -> None:
         views = store.refresh_catalog()
         assert time.monotonic() - start < 10
         assert "questions" in views and "progress" in views
-        con = duckdb.connect(str(store.catalog_path), read_only=True)
+        con = open_catalog(store.catalog_path)
         assert con.execute("SELECT count(*) FROM questions").fetchone() == (7,)
         con.close()
     finally:

@@ -1,0 +1,213 @@
+"""Paired comparison of two runs (results folders or configs) on the questions both scored.
+
+Why paired and on shared questions only: two runs of a benchmark usually differ in one thing (a
+memory system's params, the reader, the judge model) and often in which questions finished; an
+unpaired difference of two accuracies mixes the change with the question mix and wastes the
+per-question correlation. Rows are matched on (dataset, system, reader, judge, metric) and
+questions on their partition key; a question scored in one run only is counted, not compared.
+
+Tests: binary metrics (aggregate ``accuracy``) use McNemar's exact test on the discordant
+questions; mean metrics (``mean_score``, e.g. token F1) a seeded paired bootstrap of the mean
+difference (``pipeline.metrics.stats``). Differences are ``B - A``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import ConfigError, load_config
+from pipeline.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, mcnemar_exact_p, paired_bootstrap
+from pipeline.report.sql import query_rows, view_names
+from resources.storage import CATALOG_NAME, ResultStore
+
+TEST_MCNEMAR = "mcnemar_exact"
+TEST_BOOTSTRAP = "paired_bootstrap"
+AGG_ACCURACY = "accuracy"
+AGG_MEAN_SCORE = "mean_score"
+
+Key = tuple[str, str, str, str, str]  # dataset, system, reader, judge, metric
+
+OUTCOMES_SQL = """
+SELECT o.dataset, o.system, o.reader, o.judge, o.metric, o.partition_key, o.correct, o.score,
+       coalesce(r.aggregate, 'accuracy') AS aggregate
+FROM judgment_outcomes o
+LEFT JOIN (SELECT DISTINCT metric, aggregate FROM accuracy_report) r ON r.metric = o.metric
+WHERE o.outcome = 'scored'
+"""
+
+
+class RunNotFound(ValueError):
+    """RUN_A / RUN_B names neither a results folder nor a readable config."""
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """One (dataset, system, reader, judge, metric) compared across the two runs."""
+
+    dataset: str
+    system: str
+    reader: str
+    judge: str
+    metric: str
+    aggregate: str
+    test: str
+    n_paired: int
+    n_only_a: int  # scored in run A only (not compared)
+    n_only_b: int
+    value_a: float
+    value_b: float
+    diff: float  # B - A on the paired questions
+    ci_low: float | None  # paired bootstrap interval of the diff (mean metrics)
+    ci_high: float | None
+    b_only_a_correct: int | None  # McNemar's discordant counts (binary metrics)
+    c_only_b_correct: int | None
+    p_value: float
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    run_a: Path
+    run_b: Path
+    seed: int
+    resamples: int
+    rows: list[CompareRow]
+
+
+def resolve_run(arg: str) -> Path:
+    """A results folder (with ``parquet/`` or ``results.duckdb``) or a config YAML -> results folder."""
+    p = Path(arg)
+    if p.is_dir():
+        if (p / "parquet").is_dir() or (p / CATALOG_NAME).exists():
+            return p.resolve()
+        raise RunNotFound(f"{p} is not a results folder (no parquet/ inside)")
+    if p.suffix in {".yaml", ".yml"}:
+        try:
+            root = load_config(str(p)).resolved_results_dir()
+        except ConfigError as exc:
+            raise RunNotFound(str(exc)) from None
+        if not (root / "parquet").is_dir():
+            raise RunNotFound(f"{arg}: its results folder {root} holds no results yet")
+        return root
+    raise RunNotFound(f"{arg}: no such results folder or config file")
+
+
+def _scored(root: Path) -> dict[Key, dict[str, dict[str, Any]]]:
+    """key -> partition_key -> {correct, score, aggregate} for every scored judgment of a run."""
+    store = ResultStore(results_dir=str(root))
+    out: dict[Key, dict[str, dict[str, Any]]] = defaultdict(dict)
+    with store.connect() as con:
+        if not {"judgment_outcomes", "accuracy_report"} <= view_names(con):
+            return {}
+        for r in query_rows(con, OUTCOMES_SQL):
+            key = (r["dataset"], r["system"], r["reader"], r["judge"], r["metric"])
+            out[key][r["partition_key"]] = r
+    return dict(out)
+
+
+def compare_key(
+    key: Key,
+    a: dict[str, dict[str, Any]],
+    b: dict[str, dict[str, Any]],
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> CompareRow | None:
+    """Compare one key on its shared questions (None when none is shared)."""
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        return None
+    aggregate = a[shared[0]]["aggregate"]
+    common = {
+        "dataset": key[0], "system": key[1], "reader": key[2], "judge": key[3], "metric": key[4],
+        "aggregate": aggregate, "n_paired": len(shared), "n_only_a": len(set(a) - set(b)),
+        "n_only_b": len(set(b) - set(a)),
+    }  # fmt: skip
+    if aggregate == AGG_MEAN_SCORE:
+        xs = [float(a[k]["score"]) for k in shared]
+        ys = [float(b[k]["score"]) for k in shared]
+        boot = paired_bootstrap(xs, ys, seed=seed, resamples=resamples)
+        return CompareRow(
+            **common, test=TEST_BOOTSTRAP, value_a=sum(xs) / len(xs), value_b=sum(ys) / len(ys), diff=boot.diff,
+            ci_low=boot.low, ci_high=boot.high, b_only_a_correct=None, c_only_b_correct=None, p_value=boot.p_value,
+        )  # fmt: skip
+    ca = [bool(a[k]["correct"]) for k in shared]
+    cb = [bool(b[k]["correct"]) for k in shared]
+    only_a = sum(x and not y for x, y in zip(ca, cb, strict=True))
+    only_b = sum(y and not x for x, y in zip(ca, cb, strict=True))
+    n = len(shared)
+    return CompareRow(
+        **common, test=TEST_MCNEMAR, value_a=sum(ca) / n, value_b=sum(cb) / n, diff=(sum(cb) - sum(ca)) / n,
+        ci_low=None, ci_high=None, b_only_a_correct=only_a, c_only_b_correct=only_b,
+        p_value=mcnemar_exact_p(only_a, only_b),
+    )  # fmt: skip
+
+
+def compare_runs(run_a: Path, run_b: Path, seed: int | None = None, resamples: int | None = None) -> CompareResult:
+    """Every key scored in both runs, compared on its shared questions."""
+    seed = BOOTSTRAP_SEED if seed is None else seed
+    resamples = BOOTSTRAP_RESAMPLES if resamples is None else resamples
+    sa, sb = _scored(run_a), _scored(run_b)
+    rows = [r for key in sorted(set(sa) & set(sb)) if (r := compare_key(key, sa[key], sb[key], seed, resamples))]
+    return CompareResult(run_a=run_a, run_b=run_b, seed=seed, resamples=resamples, rows=rows)
+
+
+HEADERS = ("dataset", "system", "reader", "metric", "n", "A", "B", "B-A", "95% CI (B-A)", "test", "p", "only A/B")
+
+
+def _f(v: float | None, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _cells(r: CompareRow) -> tuple[str, ...]:
+    if r.test == TEST_MCNEMAR:
+        ci = f"b={r.b_only_a_correct} c={r.c_only_b_correct}"
+    else:
+        ci = f"[{_f(r.ci_low)}, {_f(r.ci_high)}]"
+    return (
+        r.dataset, r.system, r.reader, r.metric, str(r.n_paired), _f(r.value_a), _f(r.value_b), f"{r.diff:+.3f}",
+        ci, r.test, _f(r.p_value, 4), f"{r.n_only_a}/{r.n_only_b}",
+    )  # fmt: skip
+
+
+def text_report(result: CompareResult) -> str:
+    """The comparison as a text table (what ``membench compare`` prints)."""
+    from pipeline.report.summary import text_table
+
+    lines = [
+        f"A: {result.run_a}",
+        f"B: {result.run_b}",
+        "paired on questions scored in both runs; B-A > 0: B better. McNemar exact (binary; b/c = questions only "
+        f"A / only B got right) or paired bootstrap (means; seed {result.seed}, {result.resamples} resamples).",
+        "",
+        text_table(HEADERS, [_cells(r) for r in result.rows]),
+    ]
+    return "\n".join(lines)
+
+
+def render_html(result: CompareResult) -> str:
+    """A self-contained page (no scripts, no server) with the same table."""
+    esc = html.escape
+    head = "".join(f"<th>{esc(h)}</th>" for h in HEADERS)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _cells(r)) + "</tr>" for r in result.rows)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>membench compare</title>
+<style>body{{font-family:sans-serif;margin:1.5em;}} table{{border-collapse:collapse;font-size:13px}}
+th,td{{border:1px solid #ccc;padding:3px 7px}} th{{background:#f0f0f0}}</style></head><body>
+<h1>membench compare</h1>
+<p>A: <code>{esc(str(result.run_a))}</code><br>B: <code>{esc(str(result.run_b))}</code></p>
+<p>Paired on the questions scored in both runs; B-A &gt; 0 means B is better. Binary metrics: McNemar's exact
+test (b / c = questions only A / only B got right). Mean metrics: paired bootstrap of the mean difference
+(seed {result.seed}, {result.resamples} resamples), 95 % percentile interval. "only A/B": questions scored in one
+run only (not compared).</p>
+<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
+</body></html>
+"""
+
+
+def write_html(result: CompareResult, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(result), encoding="utf-8")
+    return path
