@@ -6,6 +6,9 @@ Why a single table: a reader of the HTML report must be able to tell exactly wha
 
 from __future__ import annotations
 
+from pipeline.metrics.agreement import COHEN_KAPPA
+from pipeline.metrics.agreement import DEFINITION as KAPPA_DEFINITION
+from pipeline.metrics.locomo_evidence import DEFINITIONS as LOCOMO_EVIDENCE_DEFINITIONS
 from pipeline.metrics.retrieval import METRIC_DEFINITIONS as RETRIEVAL_DEFINITIONS
 from pipeline.metrics.stats import P95, PERCENTILE_METHOD, Z_95
 
@@ -44,6 +47,12 @@ REPORT_DEFINITIONS: dict[str, str] = {
     ),
     "retr_<level>_<metric>": "a retrieval metric (below) averaged over the system's scored questions at that level.",
     **RETRIEVAL_DEFINITIONS,
+    **LOCOMO_EVIDENCE_DEFINITIONS,
+    COHEN_KAPPA: KAPPA_DEFINITION,
+    "n_unparseable_verdict": (
+        "failed judgments whose LLM reply held no verdict (e.g. 'Maybe'); the reply is discarded from the LLM "
+        "cache, so the next run asks again (view judge_failures)."
+    ),
     "retrieval exclusions": (
         "LongMemEval abstention questions (id ends in _abs) and questions without gold units at the level are "
         "excluded and counted (n_excluded_abstention, n_excluded_no_gold); LongMemEval gold = user turns with "

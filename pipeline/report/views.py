@@ -19,6 +19,11 @@ Views:
   ``failed`` as predicted values).
 - ``paired_comparisons``: every pair of systems with the same dataset, reader and judge metric
   on the questions both scored: discordant counts and McNemar's exact p-value.
+- ``judge_agreement``: every pair of judges that scored the same answers (dataset, question,
+  system, reader): the 2x2 counts, raw agreement and Cohen's kappa (pipeline.metrics.agreement),
+  per system and over all systems (system ``(all)``).
+- ``judge_failures``: per dataset x system x reader x judge: failed judgments, and how many of
+  them were unparseable verdicts (a reply with no label; discarded from the LLM cache, re-asked).
 """
 
 from __future__ import annotations
@@ -264,6 +269,58 @@ FROM pairs
 ORDER BY dataset, metric, judge, reader, system_a, system_b
 """
 
+ALL_SYSTEMS = "(all)"
+# = pipeline.judges.base.UNPARSEABLE_ERROR_PREFIX (not imported: report views must not load the judges)
+UNPARSEABLE_ERROR_PREFIX = "UnparseableVerdict:"
+
+JUDGE_AGREEMENT_SQL = f"""
+CREATE OR REPLACE VIEW judge_agreement AS
+WITH s AS (
+  SELECT dataset, partition_key, system, reader, judge, metric, correct
+  FROM judgment_outcomes WHERE outcome = '{OUTCOME_SCORED}'
+),
+pairs AS (
+  SELECT a.dataset, a.reader, a.judge AS judge_a, b.judge AS judge_b, a.metric AS metric_a, b.metric AS metric_b,
+    CASE WHEN grouping(a.system) = 1 THEN '{ALL_SYSTEMS}' ELSE a.system END AS system,
+    count(*) AS n_paired,
+    count(*) FILTER (WHERE a.correct AND b.correct) AS n_both_correct,
+    count(*) FILTER (WHERE a.correct AND NOT b.correct) AS n_only_a_correct,
+    count(*) FILTER (WHERE NOT a.correct AND b.correct) AS n_only_b_correct,
+    count(*) FILTER (WHERE NOT a.correct AND NOT b.correct) AS n_both_wrong
+  FROM s a JOIN s b
+    ON a.dataset = b.dataset AND a.partition_key = b.partition_key AND a.system = b.system
+   AND a.reader = b.reader AND a.judge < b.judge
+  GROUP BY GROUPING SETS ((a.dataset, a.reader, a.judge, b.judge, a.metric, b.metric, a.system),
+                          (a.dataset, a.reader, a.judge, b.judge, a.metric, b.metric))
+),
+p AS (
+  SELECT *,
+    (n_both_correct + n_both_wrong)::DOUBLE / n_paired AS agreement,
+    (n_both_correct + n_only_a_correct)::DOUBLE / n_paired AS p_a,
+    (n_both_correct + n_only_b_correct)::DOUBLE / n_paired AS p_b
+  FROM pairs
+)
+SELECT dataset, reader, system, judge_a, judge_b, metric_a, metric_b, n_paired, n_both_correct,
+  n_only_a_correct, n_only_b_correct, n_both_wrong, agreement, p_a AS accuracy_a, p_b AS accuracy_b,
+  CASE WHEN p_a * p_b + (1 - p_a) * (1 - p_b) = 1 THEN NULL
+       ELSE (agreement - (p_a * p_b + (1 - p_a) * (1 - p_b))) / (1 - (p_a * p_b + (1 - p_a) * (1 - p_b)))
+  END AS cohen_kappa
+FROM p
+ORDER BY dataset, reader, judge_a, judge_b, system = '{ALL_SYSTEMS}' DESC, system
+"""
+
+JUDGE_FAILURES_SQL = f"""
+CREATE OR REPLACE VIEW judge_failures AS
+SELECT dataset, system, reader, judge, metric,
+  count(*) AS n_judgments,
+  count(*) FILTER (WHERE outcome = '{OUTCOME_JUDGMENT_FAILED}') AS n_failed_judgment,
+  count(*) FILTER (WHERE outcome = '{OUTCOME_JUDGMENT_FAILED}'
+                   AND starts_with(error, '{UNPARSEABLE_ERROR_PREFIX}')) AS n_unparseable_verdict
+FROM judgment_outcomes
+GROUP BY ALL
+ORDER BY dataset, metric, judge, reader, system
+"""
+
 REPORT_VIEWS: tuple[str, ...] = (
     "retrieval_report",
     "judgment_outcomes",
@@ -271,6 +328,8 @@ REPORT_VIEWS: tuple[str, ...] = (
     "accuracy_by_type",
     "mc_confusion",
     "paired_comparisons",
+    "judge_agreement",
+    "judge_failures",
 )
 
 
@@ -296,4 +355,14 @@ def create_accuracy_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> l
     con.execute(_accuracy_report_sql("retrieval_metrics" in tables, "load_failures" in tables))
     con.execute(_accuracy_by_type_sql())
     con.execute(PAIRED_COMPARISONS_SQL)
-    return ["mc_confusion", "judgment_outcomes", "accuracy_report", "accuracy_by_type", "paired_comparisons"]
+    con.execute(JUDGE_AGREEMENT_SQL)
+    con.execute(JUDGE_FAILURES_SQL)
+    return [
+        "mc_confusion",
+        "judgment_outcomes",
+        "accuracy_report",
+        "accuracy_by_type",
+        "paired_comparisons",
+        "judge_agreement",
+        "judge_failures",
+    ]
