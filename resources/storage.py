@@ -10,6 +10,7 @@ inode and never blocks a run.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import tempfile
 import uuid
@@ -21,7 +22,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.catalog_views import USER_DATABASE, CatalogKept, keep_user_objects
+
 CATALOG_NAME = "results.duckdb"
+_log = logging.getLogger(__name__)
 # the catalog file is written in this storage format so that the ``duckdb`` shell of the
 # ``duckdb-cli`` package (1.5.x; the Python package is 2.x) can open it
 CATALOG_STORAGE_VERSION = "v1.5.0"
@@ -35,6 +39,7 @@ TABLE_GLOBS: dict[str, str] = {
     "evidence": "canonical/*/evidence.parquet",
     "data_quality": "canonical/*/data_quality.parquet",
     "load_failures": "canonical/*/load_failures.parquet",
+    "dataset_failures": "dataset_failures/*.parquet",
     "mc10_crosscheck": "canonical/*/mc10_crosscheck.parquet",
     "embeddings": "embeddings/*/*.parquet",
     "ingestion": "ingestion/*.parquet",
@@ -47,6 +52,14 @@ TABLE_GLOBS: dict[str, str] = {
 
 # per-question stages (partitioned assets): their files share the status columns
 STAGE_TABLES = ("ingestion", "retrievals", "answers", "judgments")
+
+# Progress key of a load failure: its partition key, or for a record whose id could not be read
+# (or whose key belongs to another record) ``<dataset>__#<record index>``. Why a pseudo key: such a
+# record is a question of the file that will never run, so it must count in every total; "#" is
+# outside the sanitized key alphabet, so it never equals a real partition key.
+LOAD_FAILURE_KEY_SQL = "coalesce(partition_key, dataset || '__#' || CAST(record_index AS VARCHAR))"
+# Progress key of a dataset whose file could not be loaded at all (pipeline.datasets base.py).
+DATASET_FAILURE_KEY_SQL = "dataset || '__*'"
 
 
 def write_parquet_atomic(path: Path, table: pa.Table) -> None:
@@ -200,36 +213,62 @@ class ResultStore(dg.ConfigurableResource):
         return sorted(globs)
 
     def _progress_sql(self, globs: dict[str, str]) -> str:
-        has_failures = "load_failures" in globs
+        """Keys: questions, load failures (keyless ones under a pseudo key) and failed datasets.
+
+        Keyless load failures and failed datasets never reach the stage driver, so they are
+        ``failed`` in every stage here (with the load error), never ``missing``: a rerun cannot
+        fill them, only a fixed input file can.
+        """
         parts = [
             "SELECT partition_key, 'canonical' AS stage, 'ok' AS status, NULL::VARCHAR AS error,"
             " NULL::DOUBLE AS duration_s, NULL::TIMESTAMP AS finished_at FROM questions"
         ]
-        if has_failures:
+        key_parts: list[str] = []
+        unkeyed: list[str] = []  # (pseudo key, message) of keys no stage will ever see
+        if "load_failures" in globs:
             parts.append(
-                "SELECT partition_key, 'canonical', 'failed', message, NULL, NULL"
-                " FROM load_failures WHERE partition_key IS NOT NULL"
+                f"SELECT {LOAD_FAILURE_KEY_SQL}, 'canonical', 'failed', message, NULL, NULL FROM load_failures"
             )
+            key_parts.append(f"SELECT dataset, {LOAD_FAILURE_KEY_SQL}, record_id FROM load_failures")
+            unkeyed.append(
+                f"SELECT {LOAD_FAILURE_KEY_SQL} AS k, message FROM load_failures WHERE partition_key IS NULL"
+            )
+        if "dataset_failures" in globs:
+            parts.append(
+                f"SELECT {DATASET_FAILURE_KEY_SQL}, 'canonical', 'failed', message, NULL, NULL FROM dataset_failures"
+            )
+            key_parts.append(f"SELECT dataset, {DATASET_FAILURE_KEY_SQL}, NULL FROM dataset_failures")
+            unkeyed.append(f"SELECT {DATASET_FAILURE_KEY_SQL} AS k, message FROM dataset_failures")
         parts += [
             f"SELECT partition_key, '{s}', status, error, duration_s, finished_at FROM \"{s}\""
             for s in STAGE_TABLES
             if s in globs
         ]
-        failures = (
-            "UNION ALL SELECT dataset, partition_key, record_id FROM load_failures WHERE partition_key IS NOT NULL"
-            if has_failures
-            else ""
-        )
+        if unkeyed:
+            later = ", ".join(f"'{s}'" for s in STAGE_TABLES)
+            parts.append(
+                f"SELECT u.k, st.stage, 'failed', u.message, NULL, NULL FROM ({' UNION ALL '.join(unkeyed)}) u"
+                f" CROSS JOIN (SELECT unnest([{later}]) AS stage) st"
+            )
+        failures = "".join(f" UNION ALL {p}" for p in key_parts)
         stages = "['canonical', " + ", ".join(f"'{s}'" for s in STAGE_TABLES) + "]"
         return PROGRESS_SQL.format(stage_union=" UNION ALL ".join(parts), failures_union=failures, stages=stages)
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """An in-memory DuckDB connection with every table as a view (never locks the catalog)."""
+        """An in-memory DuckDB connection with every table as a view (never locks the catalog).
+
+        The user's own database ``user.duckdb`` (next to ``results.duckdb``), when present, is
+        attached read-only as ``user_db`` (skipped while another session holds it read-write).
+        """
         con = duckdb.connect(":memory:")
         try:
             self._create_views(con)
             self._extra_views(con)
+            user_db = self.root / USER_DATABASE
+            if user_db.exists():
+                with contextlib.suppress(duckdb.Error):
+                    con.execute(f"ATTACH '{user_db.as_posix()}' AS user_db (READ_ONLY)")
             yield con
         finally:
             con.close()
@@ -239,7 +278,12 @@ class ResultStore(dg.ConfigurableResource):
             return con.sql(sql, params=params).to_arrow_table()
 
     def refresh_catalog(self) -> list[str]:
-        """Rebuild ``results.duckdb`` (temp file + rename). Returns the view names created."""
+        """Rebuild ``results.duckdb`` (temp file + rename). Returns the view names created.
+
+        Tables and views a user created in the old file are copied into the new one; when they
+        cannot be (file locked read-write by another session, macros, name clashes) the old file
+        is kept as it is, a warning names why, and ``[]`` is returned (pipeline.catalog_views).
+        """
         self.root.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=".catalog-", suffix=".duckdb", dir=self.root)
         os.close(fd)
@@ -252,9 +296,13 @@ class ResultStore(dg.ConfigurableResource):
                 if "progress" in _view_names(con):
                     views += ["progress", "progress_summary"]
                 views += self._extra_views(con)
+                keep_user_objects(con, self.catalog_path)  # a user's own tables survive the rebuild
             finally:
                 con.close()
             os.replace(tmp, self.catalog_path)
+        except CatalogKept as exc:  # locked read-write, or objects we cannot copy: never drop them
+            _log.warning("results catalog not rebuilt: %s", exc)
+            return []
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()

@@ -1,0 +1,127 @@
+"""A user's own objects in results.duckdb survive catalog rebuilds, or the rebuild refuses loudly
+(issue 11 item 8)."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from pipeline.catalog_views import USER_DATABASE
+from resources.storage import ResultStore, open_catalog
+
+
+def _questions(n: int) -> pa.Table:
+    return pa.table(
+        {
+            "dataset": ["d"] * n,
+            "partition_key": [f"d__q{i}" for i in range(n)],
+            "question_id": [f"q{i}" for i in range(n)],
+        }
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ResultStore:
+    s = ResultStore(results_dir=str(tmp_path / "results"))
+    s.write(s.canonical_path("d", "questions"), _questions(2))
+    s.refresh_catalog()
+    return s
+
+
+def _user_session(store: ResultStore, *sql: str) -> None:
+    con = open_catalog(store.catalog_path, read_only=False)
+    try:
+        for statement in sql:
+            con.execute(statement)
+    finally:
+        con.close()
+
+
+def test_user_tables_and_views_survive_a_refresh(store: ResultStore) -> None:
+    _user_session(
+        store,
+        "CREATE TABLE my_picks AS SELECT question_id, 'good' AS note FROM questions",
+        "CREATE VIEW my_view AS SELECT count(*) AS n FROM questions",
+        "CREATE VIEW my_notes AS SELECT note FROM my_picks",
+        "CREATE SCHEMA scratch",
+        "CREATE TABLE scratch.t AS SELECT 42 AS x",
+    )
+    store.write(store.canonical_path("d", "questions"), _questions(5))
+    views = store.refresh_catalog()
+    assert "questions" in views
+    con = open_catalog(store.catalog_path)
+    try:
+        assert con.execute("SELECT count(*) FROM my_picks").fetchone() == (2,)  # the user's rows
+        assert con.execute("SELECT n FROM my_view").fetchone() == (5,)  # re-created over new data
+        assert con.execute("SELECT count(*) FROM my_notes").fetchone() == (2,)
+        assert con.execute("SELECT x FROM scratch.t").fetchone() == (42,)
+    finally:
+        con.close()
+    store.refresh_catalog()  # and again: nothing is duplicated or lost
+    con = open_catalog(store.catalog_path)
+    try:
+        assert con.execute("SELECT count(*) FROM my_picks").fetchone() == (2,)
+    finally:
+        con.close()
+
+
+def test_objects_that_cannot_be_copied_keep_the_old_file(
+    store: ResultStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    _user_session(store, "CREATE MACRO twice(x) AS 2 * x")
+    before = store.catalog_path.read_bytes()
+    with caplog.at_level(logging.WARNING, logger="resources.storage"):
+        assert store.refresh_catalog() == []
+    assert store.catalog_path.read_bytes() == before
+    assert "macro twice" in caplog.text and USER_DATABASE in caplog.text
+    assert not list(store.root.glob(".catalog-*"))  # no temp file left behind
+
+
+def test_catalog_open_read_write_elsewhere_is_not_replaced(
+    store: ResultStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb,sys; c=duckdb.connect(r'{store.catalog_path}'); "
+            "c.execute('CREATE TABLE mine AS SELECT 1 AS x'); print('ready', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        inode = store.catalog_path.stat().st_ino
+        with caplog.at_level(logging.WARNING, logger="resources.storage"):
+            assert store.refresh_catalog() == []
+        assert store.catalog_path.stat().st_ino == inode
+        assert "open read-write in another process" in caplog.text
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()  # the session ends normally and commits its table
+        holder.wait()
+    store.refresh_catalog()  # once it is closed, the rebuild carries the table over
+    con = open_catalog(store.catalog_path)
+    try:
+        assert con.execute("SELECT x FROM mine").fetchone() == (1,)
+    finally:
+        con.close()
+
+
+def test_user_database_is_attached_by_connect(store: ResultStore) -> None:
+    user = duckdb.connect(str(store.root / USER_DATABASE))
+    user.execute("CREATE TABLE labels AS SELECT 'q1' AS question_id, 'hard' AS label")
+    user.close()
+    with store.connect() as con:
+        rows = con.execute(
+            "SELECT q.question_id, l.label FROM questions q JOIN user_db.labels l USING (question_id)"
+        ).fetchall()
+    assert rows == [("q1", "hard")]
