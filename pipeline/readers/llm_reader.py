@@ -5,17 +5,24 @@ Multiple choice (LoCoMo-MC10): the ten numbered options, reply = the index only 
 is an ``invalid`` answer, never a guess. Free form (LoCoMo, LongMemEval): a short answer, with
 the question date when the dataset has one. A transport failure raises ReaderCallFailed, which
 the stage records as a failed answer (retried next run), not as an invalid or wrong one.
+
+``preset`` selects a published answer protocol instead of membench's own prompt (see
+pipeline.readers.presets): ``lme_official``, ``lme_official_cot``, ``lme_official_con``,
+``locomo_official`` (``seed`` draws the category-5 option order) or ``mem0_official``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import Field
 
 from pipeline.config import BenchmarkConfig
 from pipeline.llm_protocol import LLMReply
+from pipeline.memory.base import RetrievedUnit
+from pipeline.metrics.retrieval import context_units
+from pipeline.readers import presets
 from pipeline.readers.base import (
     LABEL_LLM,
     READERS,
@@ -38,6 +45,10 @@ class LLMReaderParams(ReaderParams):
     temperature: float = Field(default=0.0, ge=0.0)
     mc_max_tokens: int = Field(default=10, gt=0)
     max_tokens: int = Field(default=200, gt=0)
+    preset: Literal[
+        "membench", "lme_official", "lme_official_cot", "lme_official_con", "locomo_official", "mem0_official"
+    ] = "membench"
+    seed: int = 0  # locomo_official: seeds the category-5 option order (per question id)
 
 
 @READERS.register(KIND)
@@ -58,7 +69,10 @@ class LLMReader:
     @classmethod
     def identity(cls, params: Mapping[str, Any], cfg: BenchmarkConfig) -> str:
         model = params.get("model") or (cfg.llm.model if cfg.llm else None)
-        return f"{model}|prompts={prompts_fingerprint()}"
+        preset = params.get("preset", presets.PRESET_MEMBENCH)
+        if preset == presets.PRESET_MEMBENCH:
+            return f"{model}|prompts={prompts_fingerprint()}"
+        return f"{model}|prompts={prompts_fingerprint()}|preset={preset}:{presets.presets_fingerprint()}"
 
     def answer(self, item: ReadInput) -> Answer:
         q = item.question
@@ -68,13 +82,42 @@ class LLMReader:
             reply = self._call(prompt, self.params.mc_max_tokens)
             index = parse_choice_index(reply.text, len(q.choices))
             return _answer(reply, reply.text or "", index, invalid=index is None)
+        if self.params.preset != presets.PRESET_MEMBENCH:
+            return self._preset_answer(item)
         prompt = free_form_prompt(q.question, item.retrieval.context, q.question_date_raw)
         reply = self._call(prompt, self.params.max_tokens)
         return _answer(reply, (reply.text or "").strip(), None, invalid=False)
 
-    def _call(self, prompt: str, max_tokens: int) -> LLMReply:
+    def _preset_answer(self, item: ReadInput) -> Answer:
+        """A free-form answer asked exactly as the preset's published protocol asks it."""
+        q, preset = item.question, self.params.preset
+        if preset == presets.PRESET_LOCOMO:
+            lq = presets.locomo_question(q.question, q.type_raw, q.adversarial_answer, q.question_id, self.params.seed)
+            reply = self._call(presets.locomo_prompt(item.retrieval.context, lq), self.params.max_tokens)
+            text = (reply.text or "").strip()
+            return _answer(reply, presets.locomo_cat5_answer(text, lq.options) if lq.category_5 else text, None,
+                           invalid=False)  # fmt: skip
+        units = _context(item)
+        if preset == presets.PRESET_MEM0:
+            memories = [f"{item.session_dates.get(u.session_key) or ''}: {u.text}" for u in units]
+            reply = self._call(presets.mem0_prompt(memories, q.question), self.params.max_tokens, role="system")
+            return _answer(reply, (reply.text or "").strip(), None, invalid=False)
+        chunks = _session_chunks(units, item.session_dates)
+        date = q.question_date_raw or ""
+        contents = None
+        if preset == presets.PRESET_LME_CON:
+            notes = [
+                self._call(presets.lme_con_prompt(c, date, q.question), presets.LME_CON_MAX_TOKENS) for c in chunks
+            ]
+            contents = [presets.lme_con_content(n.text or "") for n in notes]
+        history = presets.lme_history(chunks, contents)
+        prompt = presets.lme_prompt(history, date, q.question, cot=preset != presets.PRESET_LME)
+        reply = self._call(prompt, self.params.max_tokens)
+        return _answer(reply, (reply.text or "").strip(), None, invalid=False)
+
+    def _call(self, prompt: str, max_tokens: int, role: str = "user") -> LLMReply:
         reply = self.llm.chat(
-            [{"role": "user", "content": prompt}],
+            [{"role": role, "content": prompt}],
             model=self.params.model,
             temperature=self.params.temperature,
             max_tokens=max_tokens,
@@ -96,3 +139,18 @@ def _answer(reply: LLMReply, prediction: str, index: int | None, *, invalid: boo
         cache_hit=reply.cache_hit,
         cost_usd=reply.cost_usd,
     )
+
+
+def _context(item: ReadInput) -> list[RetrievedUnit]:
+    """The retrieved units that reached the reader's context, in rank order (budget-trimmed suffix dropped)."""
+    notes = item.retrieval.notes or {}
+    total = notes.get("units_total") if isinstance(notes.get("units_total"), int) else None
+    return list(context_units(list(item.retrieval.units), item.retrieval.trimmed_units, total))
+
+
+def _session_chunks(units: Sequence[RetrievedUnit], dates: Mapping[str, str | None]) -> list[presets.SessionChunk]:
+    """Units grouped by session (first appearance order), each session's texts in rank order."""
+    by_session: dict[str, list[str]] = {}
+    for u in units:
+        by_session.setdefault(u.session_key, []).append(u.text)
+    return [presets.SessionChunk(dates.get(k) or "", tuple(v)) for k, v in by_session.items()]
