@@ -9,15 +9,17 @@ a killed run resumes where it stopped.
 """
 
 # No `from __future__ import annotations`: Dagster checks the real type of `context`.
+import hashlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from pipeline.config import BenchmarkConfig
@@ -28,55 +30,84 @@ from resources.embeddings import EmbeddingResource, EmbedProgress, EnsureStats
 from resources.storage import ResultStore
 
 LOG_EVERY_S = 30.0
+TEXT_BATCH_ROWS = 20_000
 
 
 @dataclass
 class UnitTexts:
-    """Unique unit texts (first-seen order) and how many units they stand for."""
+    """Unique unit texts (first-seen order) and how many units they stand for.
+
+    With a cache, ``texts`` keeps only the unique texts whose vector is not cached yet (``unique``
+    still counts them all): a re-run of LongMemEval_M then holds hashes, not gigabytes of text.
+    """
 
     texts: list[str] = field(default_factory=list)
     units: int = 0  # turn + summary units before deduplication
+    unique: int = 0  # distinct texts, cached or not
     per_dataset: dict[str, int] = field(default_factory=dict)
 
-    def add(self, dataset: str, texts: list[str], seen: dict[str, None]) -> None:
-        self.units += len(texts)
-        self.per_dataset[dataset] = self.per_dataset.get(dataset, 0) + len(texts)
+    def add(self, dataset: str, texts: Iterable[str], seen: set[bytes], cached: Container[str] | None) -> None:
+        """Count ``texts``; keep each new one (``seen`` holds sha256 digests, 32 bytes a text)."""
+        n = 0
         for t in texts:
-            if t not in seen:
-                seen[t] = None
+            n += 1
+            digest = hashlib.sha256(t.encode("utf-8")).digest()  # .hex() == embedding_cache.text_hash
+            if digest in seen:
+                continue
+            seen.add(digest)
+            self.unique += 1
+            if cached is None or digest.hex() not in cached:
                 self.texts.append(t)
+        self.units += n
+        self.per_dataset[dataset] = self.per_dataset.get(dataset, 0) + n
 
 
-def _turn_texts(store: ResultStore, dataset: str, roles: tuple[str, ...] | None) -> list[str]:
-    table = store.read_canonical(dataset, "turns")
-    if table is None:
+def _turn_text_batches(store: ResultStore, dataset: str, roles: tuple[str, ...] | None) -> Iterator[str]:
+    """Unit texts of a dataset's turns, read ``TEXT_BATCH_ROWS`` rows at a time.
+
+    Why batches: reading the whole turns table and building a ``TurnRow`` per turn peaked at
+    3.6 GB on a LongMemEval_M-sized file (1.5 M turns); memory is now one batch.
+    """
+    folder = store.parquet_root / "canonical" / dataset
+    parts = sorted(folder.glob("turns.parquet")) + sorted(folder.glob("turns-*.parquet"))
+    if not parts:
         raise FileNotFoundError(
             f"dataset {dataset!r}: canonical turns table {store.canonical_path(dataset, 'turns')} is "
             "missing; materialize the canonical assets first"
         )
-    try:
-        table = table.select([f.name for f in fields(TurnRow)])
-    except KeyError as exc:
-        raise ValueError(f"{store.canonical_path(dataset, 'turns')}: not a canonical turns table: {exc}") from exc
-    if roles is not None:
-        table = table.filter(pc.is_in(table.column("role"), pa.array(list(roles), pa.string())))
-    return [turn_unit_text(TurnRow(**row)) for row in table.to_pylist()]
+    names = [f.name for f in fields(TurnRow)]
+    wanted = pa.array(list(roles), pa.string()) if roles is not None else None
+    for part in parts:
+        pf = pq.ParquetFile(part)
+        missing = [n for n in names if n not in pf.schema_arrow.names]
+        if missing:
+            raise ValueError(f"{part}: not a canonical turns table: missing columns {missing}")
+        for batch in pf.iter_batches(batch_size=TEXT_BATCH_ROWS, columns=names):
+            if wanted is not None:
+                batch = batch.filter(pc.is_in(batch.column("role"), value_set=wanted))
+            for row in batch.to_pylist():
+                yield turn_unit_text(TurnRow(**row))
 
 
 def _summary_texts(store: ResultStore, dataset: str) -> list[str]:
     """Session summaries as the ``summaries`` memory indexes them (stripped, non-empty)."""
-    table = store.read_canonical(dataset, "sessions")
-    if table is None or "summary" not in table.column_names:
+    path = store.canonical_path(dataset, "sessions")
+    if not path.exists() or "summary" not in pq.ParquetFile(path).schema_arrow.names:
         return []
-    return [s.strip() for s in table.column("summary").to_pylist() if s and s.strip()]
+    column = pq.read_table(path, columns=["summary"]).column("summary").to_pylist()
+    return [s.strip() for s in column if s and s.strip()]
 
 
-def collect_unit_texts(store: ResultStore, cfg: BenchmarkConfig) -> UnitTexts:
-    """Every text a memory system embeds: turns of ``index_roles`` (None = all) and summaries."""
-    out, seen = UnitTexts(), {}
+def collect_unit_texts(store: ResultStore, cfg: BenchmarkConfig, cached: Container[str] | None = None) -> UnitTexts:
+    """Every text a memory system embeds: turns of ``index_roles`` (None = all) and summaries.
+
+    ``cached`` (hash -> vector container, e.g. ``EmbeddingCache``): texts already in it are
+    counted but not kept. Turns are streamed; memory holds the digests and the kept texts.
+    """
+    out, seen = UnitTexts(), set()
     for ds in cfg.datasets:
-        out.add(ds.name, _turn_texts(store, ds.name, ds.index_roles), seen)
-        out.add(ds.name, _summary_texts(store, ds.name), seen)
+        out.add(ds.name, _turn_text_batches(store, ds.name, ds.index_roles), seen, cached)
+        out.add(ds.name, _summary_texts(store, ds.name), seen, cached)
     return out
 
 
@@ -119,8 +150,8 @@ def _metadata(stats: EnsureStats, texts: UnitTexts, resource: EmbeddingResource,
         "model": stats.model,
         "backend": resource.spec().backend,
         "unit_texts": texts.units,
-        "unique_texts": stats.unique,
-        "already_cached": stats.cached,
+        "unique_texts": texts.unique,
+        "already_cached": texts.unique - stats.embedded,
         "newly_embedded": stats.embedded,
         "truncated_texts": stats.truncated,
         "texts_per_s": round(stats.texts_per_s, 2),
@@ -151,14 +182,14 @@ def embeddings_asset(
             f"the embeddings resource ({embeddings.settings()}) differs from the embeddings block of "
             f"{cfg.source} ({cfg.embeddings}); the resource is used by every stage"
         )
+    encoder = embeddings.store_encoder(store)
     try:
-        texts = collect_unit_texts(store, cfg)
+        texts = collect_unit_texts(store, cfg, cached=encoder.cache)
     except (FileNotFoundError, ValueError) as exc:
         raise dg.Failure(str(exc)) from exc
-    encoder = embeddings.store_encoder(store)
     context.log.info(
-        f"embeddings: {texts.units:,} unit texts, {len(texts.texts):,} unique, model {encoder.model_name}, "
-        f"{len(encoder.cache):,} vectors already cached"
+        f"embeddings: {texts.units:,} unit texts, {texts.unique:,} unique, {len(texts.texts):,} not cached yet, "
+        f"model {encoder.model_name}"
     )
     reporter = ProgressReporter(context.log.info)
     try:
