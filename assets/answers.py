@@ -7,14 +7,15 @@ run (assets.stage_deps.resolve_llm) instead of recording one model's answers und
 The logic lives in pipeline.readers.run; this module only wires resources.
 """
 
+from typing import Any
+
 import dagster as dg
 
-from assets.stage_deps import stage_deps
+from assets.stage_deps import stage_deps, stop_after
 from pipeline.config import BenchmarkConfig
 from pipeline.readers.base import ANSWERS_PAYLOAD, ReaderConfigError, ReaderDeps
 from pipeline.readers.run import AnswerRun, build_readers, configured_readers, needs
-from pipeline.stage import QuestionStage
-from resources.benchmark import BenchmarkResource
+from pipeline.stage import QuestionStage, StageOutcome
 from resources.embeddings import EmbeddingResource
 from resources.llm import LLMResource
 from resources.storage import ResultStore
@@ -38,14 +39,22 @@ def answer_run(
 
 def run_answers(
     context: dg.AssetExecutionContext,
-    benchmark: BenchmarkResource,
+    cfg: BenchmarkConfig,
+    store: ResultStore,
     embeddings: EmbeddingResource,
     llm: LLMResource | None,
-) -> dg.MaterializeResult:
-    cfg = benchmark.load()
-    store = benchmark.store()
+    keys: list[str],
+) -> tuple[StageOutcome, dict[str, Any]]:
     run = answer_run(context, cfg, store, embeddings, llm)
-    stage = QuestionStage(context, store, cfg, stage="answers", payload_schema=ANSWERS_PAYLOAD, units_for=run.units_for)
-    result = stage.run(run.compute)
+    stage = QuestionStage(
+        store,
+        cfg,
+        stage="answers",
+        payload_schema=ANSWERS_PAYLOAD,
+        units_for=run.units_for,
+        log=context.log.info,
+        stop_after_unreachable=stop_after(cfg),
+    )
+    outcome = stage.run(keys, run.compute)
     readers = ", ".join(f"{r.name} ({r.kind})" for r in configured_readers(cfg))
-    return dg.MaterializeResult(metadata={**(result.metadata or {}), "readers": readers, "config": cfg.source})
+    return outcome, {"readers": readers, "config": cfg.source}

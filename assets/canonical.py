@@ -2,7 +2,8 @@
 
 Why one multi-asset for all canonical tables: they are produced by one streaming pass over each
 raw file and must change together; each still is its own asset key (lineage, checks, UI). The
-asset also registers every question as a dynamic partition, so no manual step precedes a run.
+question partitions themselves are known before the run (pipeline/datasets/keys.py reads them with
+the same loaders); this asset logs an error when the files changed since the definitions loaded.
 """
 
 from collections import Counter
@@ -12,14 +13,13 @@ from typing import Any
 import dagster as dg
 from dagster import AssetExecutionContext
 
+from assets.layout import CANONICAL_TABLES, check_scope, key, prefix_of
 from pipeline.datasets.convert import ConvertStats, convert_datasets
 from pipeline.datasets.crosscheck import CrosscheckResult, apply_mc10_crosscheck
-from pipeline.partitions import QUESTION_PARTITIONS_NAME
 from pipeline.schemas import validate_table_file
 from resources.benchmark import BenchmarkResource
 from resources.storage import ResultStore
 
-CANONICAL_TABLES = ("questions", "sessions", "turns", "haystacks", "evidence", "data_quality")
 _DESCRIPTIONS = {
     "questions": "One row per question: ids, partition key, raw + named type, answer, choices, dates.",
     "sessions": "Sessions stored once per dataset, keyed by content hash; dates parsed + raw.",
@@ -41,13 +41,14 @@ def require_persistent_instance(context: AssetExecutionContext) -> None:
         )
 
 
-def register_partitions(context: AssetExecutionContext, keys: list[str]) -> int:
-    """Add the question keys Dagster does not know yet; returns how many were added."""
-    known = set(context.instance.get_dynamic_partitions(QUESTION_PARTITIONS_NAME))
+def check_partition_keys(context: AssetExecutionContext, keys: list[str], known: frozenset[str]) -> None:
+    """Warn when the loaded questions differ from the partitions the definitions were built with."""
     new = [k for k in keys if k not in known]
-    for start in range(0, len(new), 5000):
-        context.instance.add_dynamic_partitions(QUESTION_PARTITIONS_NAME, new[start : start + 5000])
-    return len(new)
+    if new:
+        context.log.error(
+            f"{len(new)} question(s) are not partitions of the loaded definitions (e.g. {new[:3]}): the dataset "
+            "files changed after the definitions loaded; reload the code location (or rerun the CLI) to see them"
+        )
 
 
 def question_keys(store: ResultStore, dataset: str) -> list[str]:
@@ -59,7 +60,7 @@ def question_keys(store: ResultStore, dataset: str) -> list[str]:
     return keys
 
 
-def validate(store: ResultStore, datasets: list[str], table: str) -> dg.AssetCheckResult:
+def validate(store: ResultStore, datasets: list[str], table: str, asset_key: dg.AssetKey) -> dg.AssetCheckResult:
     """Run the table's pandera schema over every configured dataset's file, in bounded memory."""
     rows = 0
     for ds in datasets:
@@ -71,12 +72,12 @@ def validate(store: ResultStore, datasets: list[str], table: str) -> dg.AssetChe
         if result.failure_cases is not None:
             cases = result.failure_cases.to_markdown(index=False)
             return dg.AssetCheckResult(
-                asset_key=table,
+                asset_key=asset_key,
                 check_name=CHECK_NAME,
                 passed=False,
                 metadata={"dataset": ds, "failure_cases": dg.MetadataValue.md(cases)},
             )
-    return dg.AssetCheckResult(asset_key=table, check_name=CHECK_NAME, passed=True, metadata={"rows": rows})
+    return dg.AssetCheckResult(asset_key=asset_key, check_name=CHECK_NAME, passed=True, metadata={"rows": rows})
 
 
 def _table_metadata(stats: list[ConvertStats], table: str) -> dict[str, Any]:
@@ -107,18 +108,12 @@ def _crosscheck_markdown(results: list[CrosscheckResult]) -> str:
     return "\n".join(lines)
 
 
-@dg.multi_asset(
-    specs=[dg.AssetSpec(t, description=_DESCRIPTIONS[t], group_name="canonical") for t in CANONICAL_TABLES],
-    check_specs=[
-        dg.AssetCheckSpec(CHECK_NAME, asset=t, blocking=True, description="pandera schema of the table")
-        for t in CANONICAL_TABLES
-    ],
-    can_subset=False,
-)
-def canonical(context: AssetExecutionContext, benchmark: BenchmarkResource) -> Iterator[Any]:
-    """Convert every configured dataset (skipping unchanged ones) and register its partitions."""
+def convert_all(context: AssetExecutionContext, benchmark: BenchmarkResource, known: frozenset[str]) -> Iterator[Any]:
+    """Convert every configured dataset (skipping unchanged ones); check its partition keys."""
     require_persistent_instance(context)
     cfg = benchmark.load()
+    check_scope(context, cfg)
+    prefix = prefix_of(context)
     store = benchmark.store()
     stats, failed = convert_datasets(cfg.datasets, store, context.log.info)
     for f in failed:  # this dataset only: the others go on to every later stage
@@ -127,15 +122,14 @@ def canonical(context: AssetExecutionContext, benchmark: BenchmarkResource) -> I
     loaded = [ds for ds in cfg.datasets if ds.name in names]
     crosschecks = apply_mc10_crosscheck(store, loaded, context.log.info)
     keys = [k for ds in names for k in question_keys(store, ds)]
-    added = register_partitions(context, keys)
-    context.log.info(f"{len(keys)} question partitions ({added} new) for datasets {names}")
+    check_partition_keys(context, keys, known)
+    context.log.info(f"{len(keys)} question partitions for datasets {names}")
     store.refresh_catalog()
     for table in CANONICAL_TABLES:
         meta = _table_metadata(stats, table)
         if table == "questions":
             meta |= {
                 "partitions": len(keys),
-                "new_partitions": added,
                 "load_failures": sum(s.n_failures for s in stats),
                 "failed_datasets": dg.MetadataValue.json({f.dataset: f.message for f in failed}),
                 "skipped_unchanged": ", ".join(s.dataset for s in stats if s.skipped) or "none",
@@ -144,6 +138,29 @@ def canonical(context: AssetExecutionContext, benchmark: BenchmarkResource) -> I
             meta["quirks"] = dg.MetadataValue.md(_quality_markdown(stats))
         if table == "questions" and crosschecks:
             meta["mc10_vs_locomo"] = dg.MetadataValue.md(_crosscheck_markdown(crosschecks))
-        yield dg.MaterializeResult(asset_key=table, metadata=meta)
+        yield dg.MaterializeResult(asset_key=key(prefix, table), metadata=meta)
     for table in CANONICAL_TABLES:
-        yield validate(store, names, table)
+        yield validate(store, names, table, key(prefix, table))
+
+
+def build_canonical(prefix: str, partition_keys: list[str]) -> dg.AssetsDefinition:
+    """The canonical multi-asset of config ``prefix`` (one asset key per table)."""
+    known = frozenset(partition_keys)
+
+    def canonical(context: AssetExecutionContext, benchmark: BenchmarkResource) -> Iterator[Any]:
+        yield from convert_all(context, benchmark, known)
+
+    return dg.multi_asset(
+        name=f"{prefix}__canonical",
+        specs=[
+            dg.AssetSpec(key(prefix, t), description=_DESCRIPTIONS[t], group_name=f"{prefix}_canonical")
+            for t in CANONICAL_TABLES
+        ],
+        check_specs=[
+            dg.AssetCheckSpec(
+                CHECK_NAME, asset=key(prefix, t), blocking=True, description="pandera schema of the table"
+            )
+            for t in CANONICAL_TABLES
+        ],
+        can_subset=False,
+    )(canonical)

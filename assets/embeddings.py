@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from assets.layout import check_scope, key
 from pipeline.config import BenchmarkConfig
 from pipeline.memory.base import turn_unit_text
 from pipeline.records import TurnRow
@@ -162,20 +163,11 @@ def _metadata(stats: EnsureStats, texts: UnitTexts, resource: EmbeddingResource,
     }
 
 
-@dg.asset(
-    name="embeddings",
-    deps=[dg.AssetKey("turns")],
-    group_name="memory",
-    description=(
-        "Every unique memory-unit text (turns of each dataset's index_roles, session summaries) "
-        "embedded once and cached by (model variant, sha256(text)) in "
-        "parquet/embeddings/<model>/part-*.parquet; a re-run embeds only new texts."
-    ),
-)
 def embeddings_asset(
     context: dg.AssetExecutionContext, benchmark: BenchmarkResource, embeddings: EmbeddingResource
 ) -> dg.MaterializeResult:
     cfg = benchmark.load()
+    check_scope(context, cfg)
     store = benchmark.store()
     if embeddings.settings() != cfg.embeddings:
         context.log.warning(
@@ -200,3 +192,17 @@ def embeddings_asset(
     store.refresh_catalog()
     extra = {"cache_dir": dg.MetadataValue.path(str(encoder.cache.directory)), "shards_merged": compacted}
     return dg.MaterializeResult(metadata=_metadata(stats, texts, embeddings, extra))
+
+
+def build_embeddings(prefix: str) -> dg.AssetsDefinition:
+    """The embeddings asset of config ``prefix``."""
+    return dg.asset(
+        key=key(prefix, "embeddings"),
+        deps=[key(prefix, "turns"), key(prefix, "sessions")],
+        group_name=f"{prefix}_memory",
+        description=(
+            "Every unique memory-unit text (turns of each dataset's index_roles, session summaries) "
+            "embedded once and cached by (model variant, sha256(text)) in "
+            "parquet/embeddings/<model>/part-*.parquet; a re-run embeds only new texts."
+        ),
+    )(embeddings_asset)

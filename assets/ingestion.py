@@ -16,14 +16,13 @@ import dagster as dg
 import pyarrow as pa
 from dagster import AssetExecutionContext
 
-from assets.stage_deps import stage_deps
+from assets.stage_deps import stage_deps, stop_after
 from pipeline.config import BenchmarkConfig
 from pipeline.memory.base import INGESTION_PAYLOAD, MemoryDeps
 from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.systems import check_buildable, system_specs, uses_encoder, uses_llm
-from pipeline.stage import QuestionStage, UnitResult, WorkItem
-from resources.benchmark import BenchmarkResource
+from pipeline.stage import QuestionStage, StageOutcome, UnitResult, WorkItem
 from resources.embeddings import EmbeddingResource
 from resources.llm import LLMResource
 from resources.storage import ResultStore
@@ -61,23 +60,29 @@ def run_metadata(cfg: BenchmarkConfig) -> dict[str, Any]:
 
 def run_memory_stage(
     context: AssetExecutionContext,
-    benchmark: BenchmarkResource,
+    cfg: BenchmarkConfig,
+    store: ResultStore,
     embeddings: EmbeddingResource,
     llm: LLMResource | None,
+    keys: list[str],
     *,
     stage: str,
     payload_schema: pa.Schema,
     results: Callable[[MemoryRun, list[WorkItem]], Iterable[tuple[str, list[UnitResult]]]],
-) -> dg.MaterializeResult:
-    """One memory stage (ingestion or retrievals) over the pending questions of the run's config."""
-    cfg = benchmark.load()
-    store = benchmark.store()
+) -> tuple[StageOutcome, dict[str, Any]]:
+    """One memory stage (ingestion or retrievals) over the run's questions."""
     run = memory_run(context, cfg, store, embeddings, llm)
     question_stage = QuestionStage(
-        context, store, cfg, stage=stage, payload_schema=payload_schema, units_for=units_for(cfg)
+        store,
+        cfg,
+        stage=stage,
+        payload_schema=payload_schema,
+        units_for=units_for(cfg),
+        log=context.log.info,
+        stop_after_unreachable=stop_after(cfg),
     )
-    result = question_stage.run(lambda items: results(run, items))
-    return dg.MaterializeResult(metadata={**(result.metadata or {}), **run_metadata(cfg)})
+    outcome = question_stage.run(keys, lambda items: results(run, items))
+    return outcome, run_metadata(cfg)
 
 
 run_ingestion = partial(

@@ -11,7 +11,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.stage_deps import resolve_llm
+from assets.stage_deps import resolve_llm, stop_after
 from pipeline.config import BenchmarkConfig
 from pipeline.judges.base import (
     JUDGMENTS_PAYLOAD,
@@ -24,9 +24,10 @@ from pipeline.judges.base import (
 from pipeline.judges.run import JudgmentRun
 from pipeline.readers.base import LLMClient
 from pipeline.registry import RegistryError
-from pipeline.stage import QuestionStage
-from resources.benchmark import BenchmarkResource
+from pipeline.stage import QuestionStage, StageOutcome
+from resources.embeddings import EmbeddingResource
 from resources.llm import LLMResource
+from resources.storage import ResultStore
 
 
 def judge_metadata(cfg: BenchmarkConfig, llm: LLMClient | None) -> dict[str, Any]:
@@ -40,10 +41,13 @@ def judge_metadata(cfg: BenchmarkConfig, llm: LLMClient | None) -> dict[str, Any
 
 
 def run_judgments(
-    context: dg.AssetExecutionContext, benchmark: BenchmarkResource, llm_resource: LLMResource | None
-) -> dg.MaterializeResult:
-    cfg = benchmark.load()
-    store = benchmark.store()
+    context: dg.AssetExecutionContext,
+    cfg: BenchmarkConfig,
+    store: ResultStore,
+    embeddings: EmbeddingResource,
+    llm_resource: LLMResource | None,
+    keys: list[str],
+) -> tuple[StageOutcome, dict[str, Any]]:
     llm = resolve_llm(context, cfg, llm_resource)
     try:
         check_judges(cfg, llm)
@@ -55,7 +59,13 @@ def run_judgments(
     workers = llm.max_concurrency if llm is not None else 1
     run = JudgmentRun(store, cfg, llm, max_workers=workers, log=context.log.info)
     stage = QuestionStage(
-        context, store, cfg, stage="judgments", payload_schema=JUDGMENTS_PAYLOAD, units_for=run.units_for
+        store,
+        cfg,
+        stage="judgments",
+        payload_schema=JUDGMENTS_PAYLOAD,
+        units_for=run.units_for,
+        log=context.log.info,
+        stop_after_unreachable=stop_after(cfg),
     )
-    result = stage.run(run.compute)
-    return dg.MaterializeResult(metadata={**(result.metadata or {}), **metadata, "config": cfg.source})
+    outcome = stage.run(keys, run.compute)
+    return outcome, {**metadata, "config": cfg.source}

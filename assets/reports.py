@@ -1,18 +1,22 @@
 """Report assets: per-question retrieval metrics, and the aggregate benchmark report.
 
 Why unpartitioned: a report aggregates over every question; it is cheap (DuckDB over Parquet,
-seconds for thousands of questions) and is simply recomputed after each run.
+seconds for thousands of questions) and is simply recomputed after each run. Being the last steps
+of a run, they also end it (assets/run_gate.py): summary line, and a failed run if questions failed.
 """
 
 from collections import Counter
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import dagster as dg
 from dagster import AssetExecutionContext
 
+from assets.layout import check_scope, key
+from assets.run_gate import finish_run
 from pipeline.metrics.retrieval import gold_protocol
-from pipeline.report import html as report_html
-from pipeline.report.build import REPORT_HTML, RESULTS_JSON, collect, write_html, write_json
+from pipeline.report.build import collect
+from pipeline.report.refresh import write_report_files
 from pipeline.report.retrieval_table import (
     build_dataset_table,
     fingerprint_path,
@@ -42,15 +46,9 @@ FROM retrieval_metrics GROUP BY ALL ORDER BY ALL
 """
 
 
-@dg.asset(
-    deps=[dg.AssetKey("retrievals"), dg.AssetKey("evidence")],
-    description=(
-        "Per (question, memory system, level) retrieval metrics (LongMemEval recall_any/recall_all/ndcg_any@k, "
-        "LoCoMo evidence recall) -> retrieval_metrics table; aggregated by the retrieval_report view."
-    ),
-)
 def retrieval_report(context: AssetExecutionContext, benchmark: BenchmarkResource) -> dg.MaterializeResult:
     cfg, store = benchmark.load(), benchmark.store()
+    check_scope(context, cfg)
     totals: Counter[str] = Counter()
     per_dataset: dict[str, Any] = {}
     with store.connect() as con:
@@ -96,16 +94,9 @@ def retrieval_report(context: AssetExecutionContext, benchmark: BenchmarkResourc
     )
 
 
-@dg.asset(
-    deps=[dg.AssetKey("judgments"), dg.AssetKey("answers"), dg.AssetKey("retrieval_report")],
-    description=(
-        "Aggregate report: accuracy per dataset x system x reader x judge metric (Wilson 95 %, failures apart), "
-        "by question type, MC confusion, paired McNemar comparisons, retrieval metrics -> DuckDB views, "
-        "results.json and a self-contained report.html."
-    ),
-)
 def benchmark_report(context: AssetExecutionContext, benchmark: BenchmarkResource) -> dg.MaterializeResult:
     store = benchmark.store()
+    check_scope(context, benchmark.load())
     views = store.refresh_catalog()
     data = collect(store)
     if not data.rows("accuracy"):
@@ -113,8 +104,7 @@ def benchmark_report(context: AssetExecutionContext, benchmark: BenchmarkResourc
             f"no judgments under {store.parquet_root} (views: {', '.join(views)}): materialize answers and "
             "judgments first"
         )
-    json_path = write_json(data, store.root / RESULTS_JSON)
-    html_path = write_html(report_html.render(data), store.root / REPORT_HTML)
+    json_path, html_path = write_report_files(store, data)
     context.log.info(f"benchmark report written to {html_path} (open it in a browser); data in {json_path}")
     acc = data.rows("accuracy")
     return dg.MaterializeResult(
@@ -145,3 +135,47 @@ def benchmark_report(context: AssetExecutionContext, benchmark: BenchmarkResourc
             ),
         }
     )
+
+
+RETRIEVAL_REPORT_DESCRIPTION = (
+    "Per (question, memory system, level) retrieval metrics (LongMemEval recall_any/recall_all/ndcg_any@k, "
+    "LoCoMo evidence recall) -> retrieval_metrics table; aggregated by the retrieval_report view."
+)
+BENCHMARK_REPORT_DESCRIPTION = (
+    "Aggregate report: accuracy per dataset x system x reader x judge metric (Wilson 95 %, failures apart), "
+    "by question type, MC confusion, paired McNemar comparisons, retrieval metrics -> DuckDB views, "
+    "results.json and a self-contained report.html."
+)
+
+
+def _gated(
+    fn: Callable[[AssetExecutionContext, BenchmarkResource], dg.MaterializeResult],
+    partitions_def: dg.PartitionsDefinition,
+) -> Callable[[AssetExecutionContext, BenchmarkResource], Iterator[dg.MaterializeResult]]:
+    """``fn``, then the end-of-run gate when this report is the run's last step."""
+
+    def run(context: AssetExecutionContext, benchmark: BenchmarkResource) -> Iterator[dg.MaterializeResult]:
+        yield fn(context, benchmark)
+        finish_run(context, benchmark.store(), partitions_def)
+
+    run.__name__ = fn.__name__
+    run.__doc__ = fn.__doc__
+    return run
+
+
+def build_reports(prefix: str, partitions_def: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
+    """retrieval_report and benchmark_report of config ``prefix``."""
+    group = f"{prefix}_reports"
+    retrieval = dg.asset(
+        key=key(prefix, "retrieval_report"),
+        deps=[key(prefix, "retrievals"), key(prefix, "evidence")],
+        group_name=group,
+        description=RETRIEVAL_REPORT_DESCRIPTION,
+    )(_gated(retrieval_report, partitions_def))
+    benchmark = dg.asset(
+        key=key(prefix, "benchmark_report"),
+        deps=[key(prefix, "judgments"), key(prefix, "answers"), key(prefix, "retrieval_report")],
+        group_name=group,
+        description=BENCHMARK_REPORT_DESCRIPTION,
+    )(_gated(benchmark_report, partitions_def))
+    return [retrieval, benchmark]

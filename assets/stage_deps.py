@@ -41,6 +41,11 @@ def resolve_llm(
     return bound
 
 
+def stop_after(cfg: BenchmarkConfig) -> int:
+    """Consecutive unreachable-endpoint questions after which a stage stops (0 = never)."""
+    return cfg.llm.stop_after_unreachable if cfg.llm is not None else 0
+
+
 @dataclass(frozen=True)
 class StageDeps:
     """The encoder and LLM a stage's components need (None when none needs one) and its workers."""

@@ -1,14 +1,15 @@
 """The benchmark configuration: which datasets, memory systems, readers and judges a run covers.
 
 Why YAML + pydantic: a run is declared, not coded; switching from the bundled samples to the real
-datasets is ``MEMBENCH_CONFIG=configs/shared.yaml`` (or the ``benchmark`` resource's
-``config_path`` in a Dagster run config), never a code edit. Unknown keys are errors so that a
+datasets is ``MEMBENCH_CONFIG=configs/shared.yaml``, never a code edit. Unknown keys are errors so that a
 typo in a config cannot silently fall back to a default.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -74,9 +75,13 @@ class LLMConfig(_Strict):
     timeout_s: float = 60.0
     max_retries: int = 5
     max_concurrency: int = 4
+    # a stage stops after this many consecutive questions could not reach the endpoint (0 = never)
+    stop_after_unreachable: int = Field(default=5, ge=0)
 
 
 class BenchmarkConfig(_Strict):
+    # Scopes Dagster state: asset keys are prefixed with it (default: the config file's stem).
+    name: str = Field(default="", pattern=r"^[A-Za-z0-9_]*$")
     results_dir: str = "results/sample"
     datasets: tuple[DatasetConfig, ...]
     embeddings: EmbeddingConfig = EmbeddingConfig()
@@ -109,6 +114,20 @@ class BenchmarkConfig(_Strict):
     def resolved_results_dir(self) -> Path:
         p = Path(os.path.expandvars(self.results_dir))
         return p if p.is_absolute() else (PROJECT_ROOT / p).resolve()
+
+    @property
+    def config_name(self) -> str:
+        """The Dagster scope of this config: ``name``, else the file stem made key-safe."""
+        return self.name or re.sub(r"[^A-Za-z0-9_]", "_", Path(self.source).stem or "default")
+
+    @property
+    def config_hash(self) -> str:
+        """sha256 (12 hex) of the config file's bytes: tags every run with what it ran."""
+        try:
+            data = Path(self.source).read_bytes()
+        except OSError:
+            data = self.model_dump_json().encode()
+        return hashlib.sha256(data).hexdigest()[:12]
 
     def dataset(self, name: str) -> DatasetConfig:
         for d in self.datasets:

@@ -1,59 +1,98 @@
-"""Dagster definitions: assets, checks, the ``full_benchmark`` and ``retrieval_benchmark`` jobs, resources.
+"""Dagster definitions of one benchmark config: its assets, checks, jobs and resources.
 
-The benchmark config (datasets, memory systems, readers, judges, LLM endpoint) is chosen by
-``$MEMBENCH_CONFIG`` (default configs/sample.yaml) or, per run, by the ``benchmark`` resource's
-``config_path`` in a run config file (``dagster job execute -j full_benchmark -c run.yaml``).
+The config is ``$MEMBENCH_CONFIG`` (default configs/sample.yaml). Every asset is scoped to it by a
+key prefix (``sample/answers``; assets/layout.py), and its questions are static partitions read
+when the definitions load (pipeline/datasets/keys.py), so:
+
+- ``dagster job execute -j full_benchmark`` is a run over the whole partition range (the job
+  carries the range tags): every question not yet done is computed, in one run, with each stage
+  its own step (raw -> canonical -> embeddings -> ingestion -> retrievals -> answers -> judgments
+  -> reports in the UI graph);
+- a UI backfill is split into runs of at most ``$MEMBENCH_BACKFILL_CHUNK`` questions (default 500)
+  that may run concurrently (``max_concurrent_runs`` in dagster.yaml);
+- ``dagster asset materialize --select ... --partition <key>`` re-runs one question.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
+
 import dagster as dg
 
-import assets.canonical
-import assets.embeddings
-import assets.per_question
-import assets.reports
-from pipeline.config import load_config
+from assets.canonical import build_canonical
+from assets.embeddings import build_embeddings
+from assets.layout import REPORTS, key, run_tags
+from assets.reports import build_reports
+from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
+from assets.stages import build_stage_assets, question_partitions
+from pipeline.config import BenchmarkConfig, load_config
+from pipeline.datasets.keys import config_keys
 from pipeline.resources_factory import build_resources
 
-_MODULES = [
-    assets.canonical,
-    assets.embeddings,
-    assets.per_question,
-    assets.reports,
-]
+BACKFILL_CHUNK_ENV = "MEMBENCH_BACKFILL_CHUNK"
+DEFAULT_BACKFILL_CHUNK = 500
 
-all_assets = dg.load_assets_from_modules(_MODULES)
-all_checks = dg.load_asset_checks_from_modules(_MODULES)
 
-full_benchmark = dg.define_asset_job(
-    "full_benchmark",
-    selection=dg.AssetSelection.all(),
-    description=(
-        "Every configured dataset end to end: canonical tables, embeddings, memory ingestion, "
-        "retrieval, answers, judgments, reports. Without a partition it processes every question "
-        "not yet done (one run); with a partition or range only those."
-    ),
-    executor_def=dg.in_process_executor,
-)
+def backfill_policy() -> dg.BackfillPolicy:
+    """Backfills split into runs of at most N questions (each run a partition range)."""
+    chunk = int(os.environ.get(BACKFILL_CHUNK_ENV) or DEFAULT_BACKFILL_CHUNK)
+    return dg.BackfillPolicy.multi_run(max_partitions_per_run=max(chunk, 1))
 
-retrieval_benchmark = dg.define_asset_job(
-    "retrieval_benchmark",
-    selection=(dg.AssetSelection.all() - dg.AssetSelection.assets("answers", "judgments", "benchmark_report")),
-    description=(
-        "Retrieval only (no reader, no judge): canonical tables, embeddings, memory ingestion, "
-        "retrieval and the retrieval report. For retrieval ablations, which need no answers."
-    ),
-    executor_def=dg.in_process_executor,
-)
+
+def partition_keys(cfg: BenchmarkConfig) -> list[str]:
+    """Every question key of the config, datasets in config order (duplicates across datasets impossible)."""
+    parquet_root = cfg.resolved_results_dir() / "parquet"
+    return [k for ds in config_keys(cfg, parquet_root) for k in ds.keys]
+
+
+def _job_tags(cfg: BenchmarkConfig, keys: list[str]) -> dict[str, str]:
+    tags = run_tags(cfg)
+    if keys:
+        tags |= {RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]}
+    return tags
 
 
 def build_defs(config_path: str | None = None) -> dg.Definitions:
     """Definitions bound to one benchmark config (tests pass their own)."""
-    cfg = load_config(config_path)
+    with warnings.catch_warnings():  # backfill_policy on @asset is "beta" in Dagster 1.13; we rely on it knowingly
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return _build_defs(load_config(config_path))
+
+
+def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
+    prefix = cfg.config_name
+    keys = partition_keys(cfg)
+    parts = question_partitions(keys)
+    assets = [
+        build_canonical(prefix, keys),
+        build_embeddings(prefix),
+        *build_stage_assets(prefix, parts, backfill_policy()),
+        *build_reports(prefix, parts),
+    ]
+    tags = _job_tags(cfg, keys)
+    everything = dg.AssetSelection.assets(*[k for a in assets for k in a.keys])
+    answering = [key(prefix, n) for n in ("answers", "judgments", REPORTS[1])]
+    full_benchmark = dg.define_asset_job(
+        "full_benchmark",
+        selection=everything,
+        tags=tags,
+        description=(
+            f"Config {prefix} ({cfg.source}) end to end: canonical tables, embeddings, memory ingestion, retrieval, "
+            "answers, judgments, reports, over every question (a run over the whole partition range; questions "
+            "already done are skipped)."
+        ),
+        executor_def=dg.in_process_executor,
+    )
+    retrieval_benchmark = dg.define_asset_job(
+        "retrieval_benchmark",
+        selection=everything - dg.AssetSelection.assets(*answering),
+        tags=tags,
+        description="Retrieval only (no reader, no judge): canonical, embeddings, ingestion, retrieval, its report.",
+        executor_def=dg.in_process_executor,
+    )
     return dg.Definitions(
-        assets=all_assets,
-        asset_checks=all_checks,
+        assets=assets,
         jobs=[full_benchmark, retrieval_benchmark],
         resources=build_resources(cfg),
     )

@@ -22,6 +22,17 @@ from urllib.parse import urlsplit, urlunsplit
 Message = Mapping[str, Any]
 
 
+# How the LLM resource words a failure to reach the endpoint at all (no HTTP reply). The stage
+# driver's dead-endpoint breaker recognises exactly these, so both sides use these constants.
+UNREACHABLE_CONNECTION = "connection error: "
+UNREACHABLE_TIMEOUT = "timeout: no reply within "
+
+
+def is_unreachable(error: str) -> bool:
+    """True when a stored error says the endpoint could not be reached (not a bad reply)."""
+    return UNREACHABLE_CONNECTION in error or UNREACHABLE_TIMEOUT in error
+
+
 class MalformedReply(ValueError):
     """The server answered 2xx but the body is not a usable chat completion."""
 

@@ -1,18 +1,14 @@
-"""Question partitions: one Dagster dynamic partition per (dataset, question).
+"""Question partition keys: one Dagster partition per (dataset, question) of a config.
 
-Why one dynamic partitions definition for every dataset: a Dagster asset has a single
-partitions definition, and one ``full_benchmark`` run must cover every configured dataset.
-The dataset name is the key's prefix, so keys of different datasets never collide.
+Why the dataset in the key: one ``full_benchmark`` run covers every configured dataset, and a
+Dagster asset has a single partitions definition, so keys of different datasets must never
+collide. The Dagster partitions definition itself is built per config in assets/partitions.py;
+this module is the pure key scheme (no Dagster).
 """
 
 from __future__ import annotations
 
 import re
-
-import dagster as dg
-
-QUESTION_PARTITIONS_NAME = "question"
-question_partitions = dg.DynamicPartitionsDefinition(name=QUESTION_PARTITIONS_NAME)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 KEY_SEP = "__"

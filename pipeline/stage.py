@@ -1,12 +1,15 @@
-"""The per-question stage driver shared by every partitioned asset.
+"""The per-question stage driver shared by every per-question stage (no Dagster in here).
 
-Why one driver: resumability, failure accounting and Dagster partition status must behave the
-same in every stage. A run without a partition (``dagster job execute -j full_benchmark``)
-processes every question of the configured datasets that is not yet done; a run for a partition
-or range (UI backfill, ``dagster asset materialize --partition``) processes exactly those keys.
-Each finished question is written at once (one Parquet file per stage and question, atomic), so
-``kill -9`` loses only the questions in flight. A failure is a row with ``status='failed'`` and
-its error: never a zero, never dropped, and retried by the next run.
+Why one driver: resumability, failure accounting and the outcome that becomes Dagster partition
+status must behave the same in every stage. The driver gets the run's partition keys, computes the
+(question, unit) pairs not yet done, writes each finished question at once (one Parquet file per
+stage and question, atomic), so ``kill -9`` loses only the questions in flight, and returns a
+``StageOutcome`` naming every key whose stored rows hold a failure. A failure is a row with
+``status='failed'`` and its error: never a zero, never dropped, and retried by the next run.
+
+A dead endpoint (``stop_after`` consecutive questions whose every failure is an unreachable
+endpoint) stops the stage: the questions not yet attempted are recorded as failed with one
+clear error instead of each waiting through its own retries.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import dagster as dg
 import pyarrow as pa
 
 from pipeline.config import BenchmarkConfig
+from pipeline.llm_protocol import is_unreachable
+from pipeline.partitions import dataset_of
+from pipeline.progress import Progress
 from resources.storage import ResultStore
 
 STATUS_OK = "ok"
@@ -101,13 +106,6 @@ def stage_schema(payload_schema: pa.Schema) -> pa.Schema:
     return pa.schema(STATUS_FIELDS + list(payload_schema))
 
 
-def select_keys(context: dg.AssetExecutionContext, index: QuestionIndex) -> tuple[list[str], bool]:
-    """(keys, partitioned): the run's partition keys, or every key of the configured datasets."""
-    if context.has_partition_key_range or context.has_partition_key:
-        return list(context.partition_keys), True
-    return sorted(index.rows), False
-
-
 def _done_units(existing: pa.Table | None) -> set[tuple[str, str]]:
     if existing is None:
         return set()
@@ -116,6 +114,16 @@ def _done_units(existing: pa.Table | None) -> set[tuple[str, str]]:
         for r in existing.select(["unit", "config_hash", "status"]).to_pylist()
         if r["status"] == STATUS_OK
     }
+
+
+def _first_failure(table: pa.Table | None) -> str | None:
+    """The first stored failure's error, or None when every stored row is ok (the progress rule)."""
+    if table is None:
+        return None
+    for r in table.select(["status", "error"]).to_pylist():
+        if r["status"] == STATUS_FAILED:
+            return r["error"] or "failed"
+    return None
 
 
 def _rows(item: WorkItem, results: list[UnitResult]) -> list[dict[str, Any]]:
@@ -151,14 +159,42 @@ def _merge(existing: pa.Table | None, new: pa.Table, recomputed: set[str]) -> pa
 
 
 @dataclass
-class StageStats:
+class StageOutcome:
+    """What one stage did to the run's keys; ``failed`` is exactly the keys the progress view calls failed."""
+
+    stage: str
     keys_total: int = 0
     keys_already_done: int = 0
     keys_computed: int = 0
     units_ok: int = 0
     units_failed: int = 0
-    failed_keys: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # key -> first error
+    stopped: str | None = None  # why the stage stopped early (dead endpoint)
+    written: list[str] = field(default_factory=list)  # keys whose file this run wrote
+    seconds: float = 0.0
     preview: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok_keys(self) -> int:
+        return self.keys_total - len(self.failed)
+
+
+class EndpointBreaker:
+    """Counts consecutive questions whose every failure says the endpoint is unreachable."""
+
+    def __init__(self, stop_after: int) -> None:
+        self.stop_after = stop_after
+        self.streak = 0
+        self.last_error = ""
+
+    def observe(self, results: list[UnitResult]) -> bool:
+        """True when the stage should stop (``stop_after`` such questions in a row; 0 = never)."""
+        failed = [r for r in results if r.status == STATUS_FAILED]
+        dead = bool(failed) and len(failed) == len(results) and all(is_unreachable(r.error or "") for r in failed)
+        self.streak = self.streak + 1 if dead else 0
+        if dead:
+            self.last_error = failed[-1].error or ""
+        return self.stop_after > 0 and self.streak >= self.stop_after
 
 
 class QuestionStage:
@@ -166,109 +202,114 @@ class QuestionStage:
 
     def __init__(
         self,
-        context: dg.AssetExecutionContext,
         store: ResultStore,
         cfg: BenchmarkConfig,
         *,
         stage: str,
         payload_schema: pa.Schema,
         units_for: UnitsFor,
+        log: Callable[[str], None] = lambda _msg: None,
+        stop_after_unreachable: int = 5,
+        index: QuestionIndex | None = None,
     ) -> None:
-        self.context = context
         self.store = store
         self.cfg = cfg
         self.stage = stage
         self.schema = stage_schema(payload_schema)
         self.units_for = units_for
-        self.index = QuestionIndex.from_store(store, cfg)
-        self.keys, self.partitioned = select_keys(context, self.index)
-        self.stats = StageStats(keys_total=len(self.keys))
+        self.log = log
+        self.stop_after_unreachable = stop_after_unreachable
+        self.index = index if index is not None else QuestionIndex.from_store(store, cfg)
+        self.outcome = StageOutcome(stage)
 
-    def pending(self) -> tuple[list[WorkItem], list[WorkItem]]:
-        """(work items to compute, items whose canonical record failed to load)."""
+    def _missing_record(self, key: str) -> str:
+        return (
+            f"no canonical record for {key!r} in {self.cfg.source}: its dataset {dataset_of(key)!r} "
+            "failed to load or no longer has this question (see the canonical asset's log)"
+        )
+
+    def pending(self, keys: list[str]) -> tuple[list[WorkItem], list[tuple[WorkItem, str]]]:
+        """(work items to compute, (item, error) pairs that fail without computing)."""
         todo: list[WorkItem] = []
-        broken: list[WorkItem] = []
-        for key in self.keys:
-            if key not in self.index.rows:
-                raise dg.Failure(
-                    f"partition {key!r} is not a question of config {self.cfg.source}; "
-                    "materialize the canonical assets with this config first"
-                )
-            dataset, qid, load_error = self.index.rows[key]
-            done = _done_units(self.store.read_partition(self.stage, key))
+        broken: list[tuple[WorkItem, str]] = []
+        for key in keys:
+            row = self.index.rows.get(key)
+            if row is None:
+                dataset = dataset_of(key)
+                spec = [UnitSpec(f"{self.stage}", "-")]
+                broken.append((WorkItem(key, dataset, key, tuple(spec)), self._missing_record(key)))
+                continue
+            dataset, qid, load_error = row
+            existing = self.store.read_partition(self.stage, key)
+            done = _done_units(existing)
             missing = tuple(u for u in self.units_for(dataset) if (u.unit, u.config_hash) not in done)
             if not missing:
-                self.stats.keys_already_done += 1
+                self.outcome.keys_already_done += 1
+                error = _first_failure(existing)
+                if error is not None:  # a stored row of a unit no longer configured
+                    self.outcome.failed[key] = error
                 continue
             item = WorkItem(key, dataset, qid, missing)
-            (broken if load_error else todo).append(item)
+            if load_error:
+                broken.append((item, f"canonical record invalid: {load_error}"))
+            else:
+                todo.append(item)
         return todo, broken
 
     def record(self, item: WorkItem, results: list[UnitResult]) -> None:
-        """Write one question's results (merged with its earlier rows) and update Dagster status."""
+        """Write one question's results (merged with its earlier rows)."""
         new = pa.Table.from_pylist(_rows(item, results), schema=self.schema)
         existing = self.store.read_partition(self.stage, item.partition_key)
         merged = _merge(existing, new, {r.unit for r in results})
         self.store.write_partition(self.stage, item.partition_key, merged)
-        self.stats.keys_computed += 1
+        o = self.outcome
+        o.written.append(item.partition_key)
+        o.keys_computed += 1
         ok = sum(r.status == STATUS_OK for r in results)
-        self.stats.units_ok += ok
-        self.stats.units_failed += len(results) - ok
-        if ok < len(results):
-            self.stats.failed_keys.append(item.partition_key)
-        if len(self.stats.preview) < 10:
-            self.stats.preview += [
+        o.units_ok += ok
+        o.units_failed += len(results) - ok
+        error = _first_failure(merged)
+        if error is not None:
+            o.failed[item.partition_key] = error
+        if len(o.preview) < 10:
+            o.preview += [
                 {k: v for k, v in row.items() if k in ("partition_key", "unit", "status", "error")}
                 for row in new.slice(0, 2).to_pylist()
             ]
-        all_ok = _done_units(merged) >= {(u.unit, u.config_hash) for u in self.units_for(item.dataset)}
-        if all_ok and not self.partitioned:
-            self.context.log_event(dg.AssetMaterialization(asset_key=self.stage, partition=item.partition_key))
 
-    def run(self, compute: Compute) -> dg.MaterializeResult:
+    def run(self, keys: list[str], compute: Compute) -> StageOutcome:
+        """Compute the pending units of ``keys``; every key ends ok, failed or already done."""
         start = time.monotonic()
-        todo, broken = self.pending()
-        self.context.log.info(
-            f"{self.stage}: {len(self.keys)} questions, {self.stats.keys_already_done} already done, "
-            f"{len(todo)} to compute, {len(broken)} with an invalid canonical record"
+        self.outcome.keys_total = len(keys)
+        todo, broken = self.pending(keys)
+        self.log(
+            f"{self.stage}: {len(keys)} questions, {self.outcome.keys_already_done} already done, "
+            f"{len(todo)} to compute, {len(broken)} without a valid canonical record"
         )
-        for item in broken:
-            message = self.index.rows[item.partition_key][2]
-            self.record(item, [UnitResult.failed(u, f"canonical record invalid: {message}") for u in item.units])
+        for item, message in broken:
+            self.record(item, [UnitResult.failed(u, message) for u in item.units])
         by_key = {i.partition_key: i for i in todo}
-        last_log = time.monotonic()
-        for key, results in _guarded(compute, todo):
-            self.record(by_key.pop(key), results)
-            if time.monotonic() - last_log > 10:
-                last_log = time.monotonic()
-                self.context.log.info(f"{self.stage}: {self.stats.keys_computed}/{len(todo)} questions done")
-        for item in by_key.values():  # compute returned without yielding them: a bug, recorded as failure
-            self.record(item, [UnitResult.failed(u, "stage produced no result") for u in item.units])
-        self.store.refresh_catalog()
-        return self._result(time.monotonic() - start)
-
-    def _result(self, seconds: float) -> dg.MaterializeResult:
-        s = self.stats
-        metadata: dict[str, Any] = {
-            "questions": s.keys_total,
-            "already_done": s.keys_already_done,
-            "computed": s.keys_computed,
-            "units_ok": s.units_ok,
-            "units_failed": s.units_failed,
-            "failed_questions": len(s.failed_keys),
-            "failed_examples": ", ".join(s.failed_keys[:20]) or "none",
-            "seconds": round(seconds, 2),
-            "catalog": dg.MetadataValue.path(str(self.store.catalog_path)),
-        }
-        if s.preview:
-            metadata["preview"] = dg.MetadataValue.md(_markdown(s.preview))
-        if self.partitioned and s.failed_keys:
-            raise dg.Failure(
-                f"{self.stage}: {len(s.failed_keys)} question(s) failed: {', '.join(s.failed_keys[:20])}; "
-                "their errors are in the progress view",
-                metadata=metadata,
-            )
-        return dg.MaterializeResult(metadata=metadata)
+        breaker = EndpointBreaker(self.stop_after_unreachable)
+        progress = Progress(self.stage, len(todo), self.log)
+        results_iter = _guarded(compute, todo)
+        try:
+            for key, results in results_iter:
+                self.record(by_key.pop(key), results)
+                progress.step()
+                if breaker.observe(results) and by_key:  # stop only if something is left to spare
+                    self.outcome.stopped = (
+                        f"{self.stage} stopped after {breaker.streak} consecutive questions could not reach the "
+                        f"endpoint (last error: {breaker.last_error}); {len(by_key)} questions not attempted"
+                    )
+                    break
+        finally:
+            results_iter.close()
+            progress.close()
+        reason = f"not attempted: {self.outcome.stopped}" if self.outcome.stopped else "stage produced no result"
+        for item in by_key.values():  # unattempted after a stop, or a compute bug: recorded as failures
+            self.record(item, [UnitResult.failed(u, reason) for u in item.units])
+        self.outcome.seconds = time.monotonic() - start
+        return self.outcome
 
 
 def _guarded(compute: Compute, todo: list[WorkItem]) -> Iterator[tuple[str, list[UnitResult]]]:
@@ -285,13 +326,6 @@ def _guarded(compute: Compute, todo: list[WorkItem]) -> Iterator[tuple[str, list
         for item in todo:
             if item.partition_key not in seen:
                 yield item.partition_key, [UnitResult.failed(u, msg) for u in item.units]
-
-
-def _markdown(rows: list[dict[str, Any]]) -> str:
-    cols = list(rows[0])
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(str(r.get(c, ""))[:80] for c in cols) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def timed(fn: Callable[[], dict[str, Any]], spec: UnitSpec) -> UnitResult:

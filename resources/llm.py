@@ -37,6 +37,8 @@ from pipeline.config import PROJECT_ROOT, BenchmarkConfig, LLMConfig
 from pipeline.llm_cache import ResponseCache, cache_key
 from pipeline.llm_prices import ModelPrice, cost_usd, load_prices
 from pipeline.llm_protocol import (
+    UNREACHABLE_CONNECTION,
+    UNREACHABLE_TIMEOUT,
     ChatClient,
     ChatRequest,
     Completion,
@@ -336,9 +338,9 @@ class LLMResource(dg.ConfigurableResource):
             except openai.APIStatusError as exc:
                 return self._status_failure(exc)
             except openai.APITimeoutError:
-                return Failure(f"timeout: no reply within {self.timeout_s}s", retryable=True)
+                return Failure(f"{UNREACHABLE_TIMEOUT}{self.timeout_s}s", retryable=True)
             except openai.APIConnectionError as exc:
-                return Failure(self._clean(f"connection error: {exc.__cause__ or exc}"), retryable=True)
+                return Failure(self._clean(f"{UNREACHABLE_CONNECTION}{exc.__cause__ or exc}"), retryable=True)
             except openai.OpenAIError as exc:
                 return Failure(self._clean(f"{type(exc).__name__}: {exc}"), retryable=False)
         try:

@@ -18,7 +18,9 @@ fi
 .venv/bin/python -m pip install --quiet -e ".[dev]"
 
 mkdir -p .dagster_home
-cp configs/dagster.yaml .dagster_home/dagster.yaml
+# max_concurrent_runs from $MEMBENCH_MAX_CONCURRENT_RUNS (default 1: runs queue behind each other)
+sed "s/max_concurrent_runs: 1/max_concurrent_runs: ${MEMBENCH_MAX_CONCURRENT_RUNS:-1}/" configs/dagster.yaml \
+  > .dagster_home/dagster.yaml
 
 MARK="# >>> membench >>>"
 if ! grep -qF "$MARK" .venv/bin/activate; then

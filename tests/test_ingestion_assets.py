@@ -9,13 +9,11 @@ import dagster as dg
 import pytest
 import yaml
 
-from assets.per_question import per_question
 from pipeline.config import load_config
 from pipeline.memory.base import INGESTION_PAYLOAD, RETRIEVALS_PAYLOAD
-from pipeline.partitions import QUESTION_PARTITIONS_NAME
-from pipeline.resources_factory import build_resources
 from pipeline.stage import stage_schema
 from resources.storage import ResultStore
+from tests.dagster_fixtures import run_stages
 from tests.memory_fixtures import DATASET, HAYSTACK_2, question, write_toy_dataset
 
 QUESTIONS = [
@@ -23,7 +21,7 @@ QUESTIONS = [
     question("What musical instrument is Alice learning?", "q2", 1),
     question("Which city did Alice visit?", "q3", 2, haystack_id=HAYSTACK_2),
 ]
-UPSTREAM = [dg.AssetSpec(k) for k in ("questions", "turns", "embeddings")]
+KEYS = [q.partition_key for q in QUESTIONS]
 
 
 def write_config(tmp_path: Path, systems: list[dict]) -> Path:
@@ -38,22 +36,13 @@ def write_config(tmp_path: Path, systems: list[dict]) -> Path:
 
 
 def materialize(config: Path, instance: dg.DagsterInstance, key: str) -> dg.ExecuteInProcessResult:
-    resources = build_resources(load_config(str(config)))  # the real factory: benchmark, embeddings, llm
-    return dg.materialize(
-        [*UPSTREAM, per_question],
-        selection=["ingestion", "retrievals"],
-        partition_key=key,
-        resources=resources,
-        instance=instance,
-        raise_on_error=False,
-    )
+    load_config.cache_clear()
+    return run_stages(config, KEYS, ["ingestion", "retrievals"], instance, partition_key=key)
 
 
 @pytest.fixture
 def instance() -> dg.DagsterInstance:
-    inst = dg.DagsterInstance.ephemeral()
-    inst.add_dynamic_partitions(QUESTION_PARTITIONS_NAME, [q.partition_key for q in QUESTIONS])
-    return inst
+    return dg.DagsterInstance.ephemeral()
 
 
 def test_assets_ingest_once_and_retrieve_per_question(tmp_path: Path, instance: dg.DagsterInstance) -> None:

@@ -7,13 +7,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from assets.per_question import per_question
 from pipeline.config import load_config
 from pipeline.memory.systems import system_specs
-from pipeline.partitions import QUESTION_PARTITIONS_NAME
-from pipeline.resources_factory import build_resources
 from resources.benchmark import BenchmarkResource
 from tests.answer_fixtures import retrieval_payload, unit_row, write_canonical, write_stage
+from tests.dagster_fixtures import run_stages, status_mismatches
 from tests.judge_fixtures import question
 
 CONFIG = """
@@ -48,15 +46,18 @@ def bench(tmp_path: Path) -> BenchmarkResource:
     return res
 
 
+KEYS = ["d__q0", "d__q1"]
+
+
 def test_answers_then_judgments_offline(bench: BenchmarkResource, tmp_path: Path) -> None:
-    resources = build_resources(bench.load())  # the real factory: benchmark, embeddings, llm
     store = bench.store()
+    config = Path(bench.config_path)
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(QUESTION_PARTITIONS_NAME, ["d__q0", "d__q1"])
-        # unpartitioned runs (every question not yet done), one asset after the other
-        assert dg.materialize([per_question], selection=["answers"], instance=instance, resources=resources).success
-        result = dg.materialize([per_question], selection=["judgments"], instance=instance, resources=resources)
-        assert result.success
+        # runs over the whole range (as full_benchmark), one asset after the other
+        first = run_stages(config, KEYS, ["answers"], instance)
+        assert not first.success  # q1's retrieval failed, so its answer failed: the run says so
+        result = run_stages(config, KEYS, ["judgments"], instance)
+        assert not result.success
         rows = store.query(
             "SELECT partition_key, unit, status, error, label, prediction FROM answers ORDER BY 1"
         ).to_pylist()
@@ -72,23 +73,19 @@ def test_answers_then_judgments_offline(bench: BenchmarkResource, tmp_path: Path
             "locomo_keyword_overlap",
         }
         assert all(r["status"] == "failed" and r["error"].startswith("answer failed:") for r in judged[3:])
-        mats = [  # per question + the run's own
-            m for m in result.asset_materializations_for_node("per_question") if m.asset_key == dg.AssetKey("judgments")
-        ]
-        [summary] = [m for m in mats if "judges_unavailable" in m.metadata]
+        [summary] = result.asset_materializations_for_node("bench__judgments")
         assert "locomo_llm_judge" in str(summary.metadata["judges_unavailable"].value)
-        assert {m.partition for m in mats if m.partition} == {"d__q0"}  # q1's answer failed
-        assert instance.get_materialized_partitions(dg.AssetKey("answers")) == {"d__q0"}
+        assert summary.metadata["failed_questions"].value == 1
+        answers_key = dg.AssetKey(["bench", "answers"])
+        assert instance.get_materialized_partitions(answers_key) == {"d__q0", "d__q1"}  # q1 attempted ...
+        status = instance.get_status_by_partition(answers_key, KEYS, dg.StaticPartitionsDefinition(KEYS))
+        assert status == {"d__q0": dg.AssetPartitionStatus.MATERIALIZED, "d__q1": dg.AssetPartitionStatus.FAILED}
+        assert status_mismatches(instance, "bench", KEYS, store, ["answers", "judgments"]) == []
 
-        # a partitioned run of a done question recomputes nothing
-        assert dg.materialize(
-            [per_question],
-            selection=["answers", "judgments"],
-            instance=instance,
-            resources=resources,
-            partition_key="d__q0",
-        ).success
-        # a second run computes nothing new: every ok unit is kept, failed ones are retried
-        again = dg.materialize([per_question], selection=["answers"], instance=instance, resources=resources)
-        assert again.success
+        # a partitioned run of a done question recomputes nothing and succeeds
+        assert run_stages(config, KEYS, ["answers", "judgments"], instance, partition_key="d__q0").success
+        # a second range run computes nothing new: every ok unit is kept, failed ones are retried
+        again = run_stages(config, KEYS, ["answers"], instance)
+        assert not again.success
         assert store.query("SELECT count(*) AS n FROM answers").column("n")[0].as_py() == 2
+        assert status_mismatches(instance, "bench", KEYS, store, ["answers", "judgments"]) == []

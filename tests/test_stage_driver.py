@@ -1,21 +1,21 @@
-"""The per-question stage driver: resume, failure rows, Dagster partition status."""
+"""The per-question stage driver (no Dagster): resume, failure rows, the dead-endpoint breaker."""
 
 from collections.abc import Iterator
 from pathlib import Path
 
-import dagster as dg
 import pyarrow as pa
 import pytest
-from dagster import AssetExecutionContext
 
 from pipeline.config import load_config
-from pipeline.partitions import QUESTION_PARTITIONS_NAME, question_partitions
-from pipeline.stage import QuestionStage, UnitResult, UnitSpec, WorkItem, timed
+from pipeline.llm_protocol import UNREACHABLE_CONNECTION
+from pipeline.stage import QuestionStage, StageOutcome, UnitResult, UnitSpec, WorkItem, timed
 from resources.benchmark import BenchmarkResource
 
 PAYLOAD = pa.schema([("value", pa.int64())])
 CALLS: list[str] = []
 FAIL: set[str] = set()
+DEAD: set[str] = set()  # questions whose calls cannot reach the endpoint
+KEYS = [f"d__q{i}" for i in range(5)]
 
 
 def _units(_dataset: str) -> list[UnitSpec]:
@@ -31,18 +31,24 @@ def _compute(items: list[WorkItem]) -> Iterator[tuple[str, list[UnitResult]]]:
             def work(key: str = item.partition_key) -> dict[str, int]:
                 if key in FAIL:
                     raise RuntimeError("boom")
+                if key in DEAD:
+                    raise RuntimeError(f"LLM call failed: {UNREACHABLE_CONNECTION}[Errno 111] Connection refused")
                 return {"value": len(key)}
 
             results.append(timed(work, spec))
         yield item.partition_key, results
 
 
-@dg.asset(partitions_def=question_partitions, backfill_policy=dg.BackfillPolicy.single_run())
-def answers(context: AssetExecutionContext, benchmark: BenchmarkResource) -> dg.MaterializeResult:
+def run_stage(res: BenchmarkResource, keys: list[str], stop_after: int = 0) -> StageOutcome:
     stage = QuestionStage(
-        context, benchmark.store(), benchmark.load(), stage="answers", payload_schema=PAYLOAD, units_for=_units
+        res.store(),
+        res.load(),
+        stage="answers",
+        payload_schema=PAYLOAD,
+        units_for=_units,
+        stop_after_unreachable=stop_after,
     )
-    return stage.run(_compute)
+    return stage.run(keys, _compute)
 
 
 @pytest.fixture()
@@ -72,51 +78,69 @@ def setup(tmp_path: Path) -> tuple[BenchmarkResource, Path]:
     )
     CALLS.clear()
     FAIL.clear()
+    DEAD.clear()
     load_config.cache_clear()
     return res, tmp_path
 
 
-def test_failures_recorded_resumed_and_status_exact(setup: tuple[BenchmarkResource, Path]) -> None:
+def test_failures_recorded_resumed_and_outcome_exact(setup: tuple[BenchmarkResource, Path]) -> None:
     res, _ = setup
     store = res.store()
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(QUESTION_PARTITIONS_NAME, [f"d__q{i}" for i in range(5)])
-        FAIL.add("d__q2")
-        result = dg.materialize([answers], instance=instance, resources={"benchmark": res})
-        assert result.success
-        assert len(CALLS) == 8  # 4 loadable questions x 2 units; q4 never reaches compute
-        rows = store.query("SELECT partition_key, unit, status, error FROM answers ORDER BY ALL").to_pylist()
-        assert len(rows) == 10
-        failed = {(r["partition_key"], r["unit"]) for r in rows if r["status"] == "failed"}
-        assert failed == {("d__q2", "sys_a"), ("d__q2", "sys_b"), ("d__q4", "sys_a"), ("d__q4", "sys_b")}
-        assert any("missing field 'question'" in (r["error"] or "") for r in rows)
-        assert instance.get_materialized_partitions(dg.AssetKey("answers")) == {"d__q0", "d__q1", "d__q3"}
+    FAIL.add("d__q2")
+    outcome = run_stage(res, KEYS)
+    assert len(CALLS) == 8  # 4 loadable questions x 2 units; q4 never reaches compute
+    rows = store.query("SELECT partition_key, unit, status, error FROM answers ORDER BY ALL").to_pylist()
+    assert len(rows) == 10
+    failed = {(r["partition_key"], r["unit"]) for r in rows if r["status"] == "failed"}
+    assert failed == {("d__q2", "sys_a"), ("d__q2", "sys_b"), ("d__q4", "sys_a"), ("d__q4", "sys_b")}
+    assert any("missing field 'question'" in (r["error"] or "") for r in rows)
+    assert set(outcome.failed) == {"d__q2", "d__q4"}  # exactly what the progress view calls failed
+    assert outcome.failed["d__q2"] == "RuntimeError: boom"
+    assert (outcome.keys_total, outcome.keys_computed, outcome.units_ok, outcome.units_failed) == (5, 5, 6, 4)
 
-        # second run: only the failed question is recomputed; no duplicate rows
-        FAIL.clear()
-        CALLS.clear()
-        assert dg.materialize([answers], instance=instance, resources={"benchmark": res}).success
-        assert CALLS == ["d__q2/sys_a", "d__q2/sys_b"]
-        counts = store.query("SELECT partition_key, count(*) AS n FROM answers GROUP BY 1").to_pylist()
-        assert all(c["n"] == 2 for c in counts)
-        progress = store.query("SELECT partition_key, status FROM progress WHERE stage='answers' ORDER BY 1")
-        assert progress.column("status").to_pylist() == ["done", "done", "done", "done", "failed"]
+    # second run: only the failed question is recomputed; no duplicate rows
+    FAIL.clear()
+    CALLS.clear()
+    again = run_stage(res, KEYS)
+    assert CALLS == ["d__q2/sys_a", "d__q2/sys_b"]
+    assert set(again.failed) == {"d__q4"} and again.keys_already_done == 3
+    counts = store.query("SELECT partition_key, count(*) AS n FROM answers GROUP BY 1").to_pylist()
+    assert all(c["n"] == 2 for c in counts)
+    progress = store.query("SELECT partition_key, status FROM progress WHERE stage='answers' ORDER BY 1")
+    assert progress.column("status").to_pylist() == ["done", "done", "done", "done", "failed"]
 
 
-def test_partitioned_run_of_a_failing_question_fails_the_run(setup: tuple[BenchmarkResource, Path]) -> None:
+def test_only_the_given_keys_run(setup: tuple[BenchmarkResource, Path]) -> None:
     res, _ = setup
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(QUESTION_PARTITIONS_NAME, [f"d__q{i}" for i in range(5)])
-        FAIL.add("d__q1")
-        result = dg.materialize(
-            [answers],
-            instance=instance,
-            resources={"benchmark": res},
-            partition_key="d__q1",
-            raise_on_error=False,
-        )
-        assert not result.success
-        FAIL.clear()
-        ok = dg.materialize([answers], instance=instance, resources={"benchmark": res}, partition_key="d__q1")
-        assert ok.success
-        assert "d__q1" in instance.get_materialized_partitions(dg.AssetKey("answers"))
+    outcome = run_stage(res, ["d__q1"])
+    assert CALLS == ["d__q1/sys_a", "d__q1/sys_b"] and outcome.keys_total == 1 and not outcome.failed
+
+
+def test_key_without_canonical_record_is_a_recorded_failure(setup: tuple[BenchmarkResource, Path]) -> None:
+    res, _ = setup
+    outcome = run_stage(res, ["d__q1", "d__gone"])
+    assert "no canonical record" in outcome.failed["d__gone"]
+    progress = res.store().query("SELECT status FROM answers WHERE partition_key = 'd__gone'").to_pylist()
+    assert progress == [{"status": "failed"}]
+
+
+@pytest.mark.parametrize(
+    ("dead", "stop_after", "attempted", "not_attempted"),
+    [
+        ({"d__q0", "d__q1", "d__q2", "d__q3"}, 2, 2, 2),  # two dead questions in a row stop the stage
+        ({"d__q0", "d__q2", "d__q3"}, 2, 4, 0),  # q1 reached the endpoint: the streak restarts
+        ({"d__q0", "d__q1", "d__q2", "d__q3"}, 0, 4, 0),  # 0 = never stop
+    ],
+)
+def test_dead_endpoint_stops_the_stage_with_one_error(
+    setup: tuple[BenchmarkResource, Path], dead: set[str], stop_after: int, attempted: int, not_attempted: int
+) -> None:
+    res, _ = setup
+    DEAD.update(dead)
+    outcome = run_stage(res, KEYS[:4], stop_after=stop_after)
+    assert len({c.split("/")[0] for c in CALLS}) == attempted
+    errors = res.store().query("SELECT partition_key, error FROM answers WHERE status = 'failed'").to_pylist()
+    skipped = {r["partition_key"] for r in errors if r["error"].startswith("not attempted: answers stopped after")}
+    assert len(skipped) == not_attempted
+    assert (outcome.stopped is not None) == (not_attempted > 0)
+    assert set(outcome.failed) == {r["partition_key"] for r in errors}  # every unattempted one is failed too

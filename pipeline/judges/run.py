@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pipeline.config import BenchmarkConfig
 from pipeline.corpus import Corpus
 from pipeline.judges.base import BoundJudge, JudgeContext, JudgeInput, Verdict, dataset_kind, judges_for
+from pipeline.parallel import parallel_map
 from pipeline.readers.base import LLMClient
 from pipeline.readers.run import answer_units, guarded, rows_by_unit, upstream_error
 from pipeline.records import QuestionRow
@@ -122,10 +123,9 @@ class JudgmentRun:
             for item in items:
                 yield item.partition_key, guarded(self.judge_item, item)
             return
-        with ThreadPoolExecutor(self.max_workers, thread_name_prefix="judgments") as pool:
-            futures = {pool.submit(guarded, self.judge_item, item): item for item in items}
-            for fut in as_completed(futures):
-                yield futures[fut].partition_key, fut.result()
+        work = partial(guarded, self.judge_item)
+        for item, results in parallel_map(work, items, self.max_workers, "judgments"):
+            yield item.partition_key, results
 
     def judge_item(self, item: WorkItem) -> list[UnitResult]:
         question = self.corpus(item.dataset).question(item.partition_key)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from pipeline.memory.checkpoint import (
     save,
 )
 from pipeline.memory.systems import SystemSpec, checkpoint_every, filter_roles, system_specs
+from pipeline.parallel import parallel_map
 from pipeline.stage import STATUS_FAILED, STATUS_OK, UnitResult, UnitSpec, WorkItem
 from resources.storage import ResultStore
 
@@ -264,10 +264,9 @@ def ingestion_results(run: MemoryRun, items: list[WorkItem]) -> Iterator[tuple[s
         for (dataset, haystack_id), group in groups.items():
             yield from _group_rows(group, _ingest_group(run, dataset, haystack_id, group))
         return
-    with ThreadPoolExecutor(run.workers, thread_name_prefix="ingest") as pool:
-        futures = {
-            pool.submit(_ingest_group, run, dataset, haystack_id, group): group
-            for (dataset, haystack_id), group in groups.items()
-        }
-        for future in as_completed(futures):
-            yield from _group_rows(futures[future], future.result())
+    def ingest(entry: tuple[tuple[str, str], list[WorkItem]]) -> dict[str, IngestOutcome]:
+        (dataset, haystack_id), group = entry
+        return _ingest_group(run, dataset, haystack_id, group)
+
+    for (_, group), outcomes in parallel_map(ingest, list(groups.items()), run.workers, "ingest"):
+        yield from _group_rows(group, outcomes)

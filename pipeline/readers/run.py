@@ -18,9 +18,9 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -28,6 +28,7 @@ import pyarrow as pa
 from pipeline.config import BenchmarkConfig, ComponentConfig
 from pipeline.corpus import Corpus
 from pipeline.memory.systems import system_specs
+from pipeline.parallel import parallel_map
 from pipeline.readers.base import (
     Answer,
     Reader,
@@ -193,10 +194,9 @@ class AnswerRun:
             for item in items:
                 yield item.partition_key, guarded(self.answer_item, item)
             return
-        with ThreadPoolExecutor(self.max_workers, thread_name_prefix="answers") as pool:
-            futures = {pool.submit(guarded, self.answer_item, item): item for item in items}
-            for fut in as_completed(futures):
-                yield futures[fut].partition_key, fut.result()
+        work = partial(guarded, self.answer_item)
+        for item, results in parallel_map(work, items, self.max_workers, "answers"):
+            yield item.partition_key, results
 
     def answer_item(self, item: WorkItem) -> list[UnitResult]:
         corpus = self.corpus(item.dataset)

@@ -1,0 +1,100 @@
+"""Asset keys and pipeline order: one place that names every asset of a config.
+
+Why a key prefix per config: the same dataset name (``locomo``) appears in several configs with
+different systems and results folders. Dagster keys partition status by (asset key, partition
+key), so without a scope one config's runs would fill another config's partitions. Every asset of
+a config lives under ``<config name>/`` (``sample/answers``), which makes each config its own set
+of assets with its own partition status, exactly as each has its own results folder.
+"""
+
+import os
+import socket
+
+import dagster as dg
+import psutil
+
+from pipeline.config import BenchmarkConfig
+
+CANONICAL_TABLES = ("questions", "sessions", "turns", "haystacks", "evidence", "data_quality")
+STAGES = ("ingestion", "retrievals", "answers", "judgments")
+REPORTS = ("retrieval_report", "benchmark_report")
+# execution order of every step of a run (tables of one multi-asset share a position)
+PIPELINE_ORDER = ("canonical", "embeddings", *STAGES, *REPORTS)
+
+TAG_CONFIG = "membench/config"
+TAG_CONFIG_HASH = "membench/config_hash"
+TAG_CONFIG_PATH = "membench/config_path"
+TAG_HOST = "membench/host"
+TAG_PID = "membench/pid"
+TAG_PID_STARTED = "membench/pid_started"
+_ALIVE_STATUSES = (dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING)
+
+
+def key(prefix: str, name: str) -> dg.AssetKey:
+    """The asset key of ``name`` (a table, stage or report) in config ``prefix``."""
+    return dg.AssetKey([prefix, name])
+
+
+def step_of(asset_key: dg.AssetKey) -> str:
+    """The pipeline step an asset belongs to (the canonical tables are one step)."""
+    name = asset_key.path[-1]
+    return "canonical" if name in CANONICAL_TABLES else name
+
+
+def prefix_of(context: dg.AssetExecutionContext) -> str:
+    """The config scope of the assets this step materializes."""
+    return next(iter(context.selected_asset_keys)).path[0]
+
+
+def run_tags(cfg: BenchmarkConfig) -> dict[str, str]:
+    """Tags naming the config a run ran: set on every job and added to every other run."""
+    return {TAG_CONFIG: cfg.config_name, TAG_CONFIG_HASH: cfg.config_hash, TAG_CONFIG_PATH: cfg.source}
+
+
+def check_scope(context: dg.AssetExecutionContext, cfg: BenchmarkConfig) -> None:
+    """Refuse a run whose resource config is not the config these assets were built for; tag the run."""
+    prefix = prefix_of(context)
+    if prefix != cfg.config_name:
+        raise dg.Failure(
+            f"these assets belong to config {prefix!r} but the benchmark resource loads {cfg.source} "
+            f"(config {cfg.config_name!r}); choose a config with MEMBENCH_CONFIG=<file> before starting Dagster"
+        )
+    wanted = run_tags(cfg) | _process_tags()
+    missing = {k: v for k, v in wanted.items() if context.run.tags.get(k) != v}
+    if missing:
+        context.instance.add_run_tags(context.run.run_id, missing)
+    reap_dead_runs(context.instance, exclude=context.run.run_id)
+
+
+def _process_tags() -> dict[str, str]:
+    """Where this run's steps execute: lets a later run tell that a killed run's process is gone."""
+    me = psutil.Process()
+    return {TAG_HOST: socket.gethostname(), TAG_PID: str(me.pid), TAG_PID_STARTED: f"{me.create_time():.3f}"}
+
+
+def _process_gone(tags: dict[str, str]) -> bool:
+    """True when the tagged process (same host) no longer exists (pid reuse checked by start time)."""
+    if tags.get(TAG_HOST) != socket.gethostname() or TAG_PID not in tags:
+        return False
+    try:
+        proc = psutil.Process(int(tags[TAG_PID]))
+        return f"{proc.create_time():.3f}" != tags.get(TAG_PID_STARTED)
+    except (psutil.NoSuchProcess, ValueError):
+        return True
+
+
+def reap_dead_runs(instance: dg.DagsterInstance, exclude: str) -> list[str]:
+    """Mark failed the unfinished runs whose process on this host is gone (e.g. ``kill -9``).
+
+    Why: a run killed outside a run launcher stays STARTED for ever, and with a run queue of one it
+    blocks every later run. The daemon's run monitoring (configs/dagster.yaml) covers launched runs;
+    this covers ``dagster job execute`` runs, which no daemon watches.
+    """
+    reaped = []
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=list(_ALIVE_STATUSES))):
+        if run.run_id != exclude and run.tags.get(TAG_PID) != str(os.getpid()) and _process_gone(dict(run.tags)):
+            instance.report_run_failed(
+                run, f"membench: the process of run {run.run_id} is gone (killed); marked failed"
+            )
+            reaped.append(run.run_id)
+    return reaped

@@ -1,0 +1,95 @@
+"""The end of every run: one summary line, a fresh report, and a failed run when questions failed.
+
+Why at the run's last step and not in each stage: a stage that raises stops every later stage of
+the run, so one failed answer would leave 499 good answers unjudged. Stages record failures and go
+on; the last step of the run (whichever asset the run selected comes last in pipeline order) reads
+the run's questions back from the ``progress`` view, refreshes report.html when the run did not
+include the report asset, logs one line with the failed questions per stage, and fails the run
+when any failed. A failed run is what makes Dagster show exactly those partitions as Failed
+(assets/partition_status.py), and what makes ``dagster job execute`` exit non-zero.
+"""
+
+from collections.abc import Sequence
+
+import dagster as dg
+
+from assets.layout import PIPELINE_ORDER, REPORTS, STAGES, step_of
+from pipeline.report.refresh import refresh_report_files
+from resources.storage import ResultStore
+
+PARTITION_TAG = "dagster/partition"
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+FAILED_SQL = """
+SELECT stage, count(*) AS n, min(errors) AS example
+FROM progress
+WHERE status = 'failed' AND stage IN (SELECT unnest($stages)) AND partition_key IN (SELECT unnest($keys))
+GROUP BY stage
+"""
+
+
+def _run_steps(context: dg.AssetExecutionContext) -> set[str]:
+    """The pipeline steps of this run (its asset selection, or every asset of its job)."""
+    prefix = next(iter(context.selected_asset_keys)).path[0]
+    selection = context.run.asset_selection or context.job_def.asset_layer.executable_asset_keys
+    return {step_of(k) for k in selection if k.path[0] == prefix}
+
+
+def is_last_step(context: dg.AssetExecutionContext) -> bool:
+    """True when no step of this run comes after the current one in pipeline order."""
+    steps = _run_steps(context)
+    current = step_of(next(iter(context.selected_asset_keys)))
+    return max(PIPELINE_ORDER.index(s) for s in steps) <= PIPELINE_ORDER.index(current)
+
+
+def run_partition_keys(context: dg.AssetExecutionContext, partitions_def: dg.PartitionsDefinition) -> list[str]:
+    """The question keys this run covers, from its tags (works in unpartitioned steps too)."""
+    tags = context.run.tags
+    if PARTITION_TAG in tags:
+        return [tags[PARTITION_TAG]]
+    if tags.get(RANGE_START_TAG) and tags.get(RANGE_END_TAG):
+        rng = dg.PartitionKeyRange(tags[RANGE_START_TAG], tags[RANGE_END_TAG])
+        return list(partitions_def.get_partition_keys_in_range(rng))
+    return []
+
+
+def failed_by_stage(store: ResultStore, stages: Sequence[str], keys: Sequence[str]) -> dict[str, tuple[int, str]]:
+    """stage -> (failed questions among ``keys``, one example error), from the progress view."""
+    if not stages or not keys:
+        return {}
+    with store.connect() as con:
+        if "progress" not in {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}:
+            return {}
+        rows = con.execute(FAILED_SQL, {"stages": list(stages), "keys": list(keys)}).fetchall()
+    return {stage: (int(n), str(example or "")[:300]) for stage, n, example in rows}
+
+
+def summary_line(n_keys: int, stages: Sequence[str], failed: dict[str, tuple[int, str]]) -> str:
+    """``run: 70 questions; failed questions per stage: ingestion 0, ..., judgments 3``."""
+    counts = ", ".join(f"{s} {failed.get(s, (0, ''))[0]}" for s in stages)
+    return f"run: {n_keys} questions; failed questions per stage: {counts or 'no per-question stage'}"
+
+
+def finish_run(context: dg.AssetExecutionContext, store: ResultStore, partitions_def: dg.PartitionsDefinition) -> None:
+    """At the run's last step: summary line, report refresh, and a failed run if questions failed."""
+    if not is_last_step(context):
+        return
+    steps = _run_steps(context)
+    if not steps & set(REPORTS) and steps & set(STAGES):
+        try:
+            context.log.info(f"report refreshed: {refresh_report_files(store)}")
+        except Exception as exc:  # the run's outcome is its questions; a report bug must not hide it
+            context.log.error(f"report refresh failed ({type(exc).__name__}: {exc}); results are intact")
+    stages = [s for s in STAGES if s in steps]
+    keys = run_partition_keys(context, partitions_def)
+    failed = failed_by_stage(store, stages, keys)
+    line = summary_line(len(keys), stages, failed)
+    if any(n for n, _ in failed.values()):
+        examples = "; ".join(f"{s}: {ex}" for s, (n, ex) in failed.items() if n)
+        raise dg.Failure(
+            f"{line}. Examples: {examples}. The failed questions are recorded with their errors "
+            "(`membench failed`) and are retried by the next run.",
+            metadata={f"failed_{s}": failed.get(s, (0, ""))[0] for s in stages},
+        )
+    context.log.info(line)

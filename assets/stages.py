@@ -1,0 +1,196 @@
+"""The four per-question stages as four partitioned assets with real lineage.
+
+ingestion -> retrievals -> answers -> judgments, each its own asset and step, each partitioned by
+question (static partitions of the config, known when the definitions load: see
+pipeline/datasets/keys.py), each with two asset checks: ``stage_rows`` (the rows written in this
+run satisfy pipeline/stage_checks.py) and ``no_failed_units`` (WARN; its metadata lists the failed
+questions and their errors). A step yields its output for the whole partition range, then marks
+the questions that failed (assets/partition_status.py); the run's last step fails the run when any
+question failed (assets/run_gate.py). The stage logic lives in pipeline/; the runners in
+assets/ingestion.py, retrieval.py, answers.py, judgments.py wire resources to it.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import dagster as dg
+import pyarrow as pa
+
+from assets.answers import run_answers
+from assets.ingestion import run_ingestion
+from assets.judgments import run_judgments
+from assets.layout import check_scope, key
+from assets.partition_status import mark_failed, run_keys
+from assets.retrieval import run_retrievals
+from assets.run_gate import finish_run
+from pipeline.config import BenchmarkConfig
+from pipeline.stage import StageOutcome
+from pipeline.stage_checks import check_rows
+from resources.benchmark import BenchmarkResource
+from resources.embeddings import EmbeddingResource
+from resources.llm import LLMResource
+from resources.storage import ResultStore
+
+StageRunner = Callable[..., tuple[StageOutcome, dict[str, Any]]]
+CHECK_ROWS = "stage_rows"
+CHECK_NO_FAILED = "no_failed_units"
+MAX_LISTED = 50
+
+
+@dataclass(frozen=True)
+class StageDef:
+    """One per-question stage: its upstream assets, what it stores, and the function that runs it."""
+
+    name: str
+    deps: tuple[str, ...]
+    description: str
+    runner: StageRunner
+
+
+STAGE_DEFS = (
+    StageDef(
+        "ingestion",
+        ("questions", "haystacks", "turns", "embeddings"),
+        "Memory systems ingest each question's haystack session by session (once per system and haystack, "
+        "resumable at the session where a run stopped); one row per (question, system) with "
+        "sessions_completed / sessions_total / next_session.",
+        run_ingestion,
+    ),
+    StageDef(
+        "retrievals",
+        ("ingestion", "evidence"),
+        "Per (question, memory system): ranked units with channel / fused / rerank scores, the context handed "
+        "to the reader and its token count (regex_word_punct), latency.",
+        run_retrievals,
+    ),
+    StageDef(
+        "answers",
+        ("retrievals",),
+        "Per (question, memory system, reader): the reader's answer from the retrieved context; label 'offline' "
+        "or 'llm'; MC replies that do not parse are invalid (counted apart); tokens, latency, cache hit, cost.",
+        run_answers,
+    ),
+    StageDef(
+        "judgments",
+        ("answers",),
+        "Per (question, system, reader, judge): correct / score under a pinned metric; a failed answer gives a "
+        "failed judgment, never a wrong one.",
+        run_judgments,
+    ),
+)
+
+
+def question_partitions(keys: list[str]) -> dg.StaticPartitionsDefinition:
+    """The config's questions as static partitions (dataset-prefixed keys, file order)."""
+    return dg.StaticPartitionsDefinition(keys)
+
+
+def _markdown(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "none"
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(r.get(c, "")).replace("|", "/")[:160] for c in cols) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _rows_check(store: ResultStore, stage: str, asset_key: dg.AssetKey, written: list[str]) -> dg.AssetCheckResult:
+    tables = [t for t in (store.read_partition(stage, k) for k in written) if t is not None]
+    if not tables:
+        return dg.AssetCheckResult(asset_key=asset_key, check_name=CHECK_ROWS, passed=True, metadata={"rows": 0})
+    df = pa.concat_tables(tables, promote_options="default").to_pandas()
+    cases = check_rows(df)
+    return dg.AssetCheckResult(
+        asset_key=asset_key,
+        check_name=CHECK_ROWS,
+        passed=cases is None,
+        metadata={
+            "rows": len(df),
+            "questions": len(written),
+            **({"failure_cases": dg.MetadataValue.md(cases)} if cases else {}),
+        },
+    )
+
+
+def _failed_check(asset_key: dg.AssetKey, outcome: StageOutcome) -> dg.AssetCheckResult:
+    listed = [{"question": k, "error": e} for k, e in sorted(outcome.failed.items())[:MAX_LISTED]]
+    return dg.AssetCheckResult(
+        asset_key=asset_key,
+        check_name=CHECK_NO_FAILED,
+        passed=not outcome.failed,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "failed_questions": len(outcome.failed),
+            "failed": dg.MetadataValue.md(_markdown(listed)),
+            **({"stopped": outcome.stopped} if outcome.stopped else {}),
+        },
+    )
+
+
+def _metadata(outcome: StageOutcome, store: ResultStore, extra: dict[str, Any]) -> dict[str, Any]:
+    o = outcome
+    meta: dict[str, Any] = {
+        "questions": o.keys_total,
+        "already_done": o.keys_already_done,
+        "computed": o.keys_computed,
+        "units_ok": o.units_ok,
+        "units_failed": o.units_failed,
+        "failed_questions": len(o.failed),
+        "failed_examples": ", ".join(sorted(o.failed)[:20]) or "none",
+        "seconds": round(o.seconds, 2),
+        "catalog": dg.MetadataValue.path(str(store.catalog_path)),
+        **extra,
+    }
+    if o.stopped:
+        meta["stopped"] = o.stopped
+    if o.preview:
+        meta["preview"] = dg.MetadataValue.md(_markdown(o.preview))
+    return meta
+
+
+def build_stage_asset(
+    prefix: str, sd: StageDef, partitions_def: dg.PartitionsDefinition, backfill_policy: dg.BackfillPolicy
+) -> dg.AssetsDefinition:
+    """One stage's asset under config ``prefix``."""
+    asset_key = key(prefix, sd.name)
+
+    @dg.asset(
+        key=asset_key,
+        deps=[key(prefix, d) for d in sd.deps],
+        partitions_def=partitions_def,
+        backfill_policy=backfill_policy,
+        group_name=f"{prefix}_per_question",
+        description=sd.description,
+        check_specs=[
+            dg.AssetCheckSpec(CHECK_ROWS, asset=asset_key, description="rows written in this run: status/error rules"),
+            dg.AssetCheckSpec(CHECK_NO_FAILED, asset=asset_key, description="no question of the run failed (WARN)"),
+        ],
+    )
+    def _stage(
+        context: dg.AssetExecutionContext,
+        benchmark: BenchmarkResource,
+        embeddings: EmbeddingResource,
+        llm: dg.ResourceParam[Optional[LLMResource]],  # noqa: UP045 (Dagster resolves this at runtime)
+    ):
+        cfg: BenchmarkConfig = benchmark.load()
+        check_scope(context, cfg)
+        store = benchmark.store()
+        keys = run_keys(context)
+        outcome, extra = sd.runner(context, cfg, store, embeddings, llm, keys)
+        store.refresh_catalog()
+        checks = [_rows_check(store, sd.name, asset_key, outcome.written), _failed_check(asset_key, outcome)]
+        yield dg.MaterializeResult(metadata=_metadata(outcome, store, extra), check_results=checks)
+        mark_failed(context, asset_key, sorted(outcome.failed))
+        if outcome.stopped:
+            context.log.error(outcome.stopped)
+        finish_run(context, store, partitions_def)
+
+    return _stage
+
+
+def build_stage_assets(
+    prefix: str, partitions_def: dg.PartitionsDefinition, backfill_policy: dg.BackfillPolicy
+) -> list[dg.AssetsDefinition]:
+    """The four stage assets of config ``prefix``, in pipeline order."""
+    return [build_stage_asset(prefix, sd, partitions_def, backfill_policy) for sd in STAGE_DEFS]

@@ -1,0 +1,146 @@
+"""Dagster partition status equals the ``progress`` view after every run mode (issue 9).
+
+The real definitions of a config (pipeline/definitions.py: static partitions read from the source
+file, one asset per stage, the run gate) run on the LongMemEval oracle sample with an LLM reader
+against the project's fake OpenAI-compatible server. Two questions' reader calls fail with a
+non-retryable HTTP 400; every other call succeeds. Modes: the partition-less
+``full_benchmark`` job (a run over the whole range), a range run of 4 questions, a single
+partition, and a rerun after the faults stop. Status is read through the Dagster instance API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
+from pipeline.config import load_config
+from pipeline.definitions import build_defs, partition_keys
+from resources.storage import ResultStore
+from tests.conftest import PROJECT_ROOT
+from tests.dagster_fixtures import status_mismatches
+from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
+
+FAILING = ("What breed is the dog I adopted?", "Where do I work now?")
+FAILING_KEYS = {"lme__5d1c2a7e", "lme__e0f4c6d9"}
+STAGES = ["ingestion", "retrievals", "answers", "judgments"]
+
+
+def _config(tmp_path: Path, base_url: str, **llm: object) -> Path:
+    cfg = {
+        "results_dir": str(tmp_path / "res"),
+        "datasets": [
+            {
+                "name": "lme",
+                "loader": "longmemeval",
+                "path": str(PROJECT_ROOT / "pipeline/sample_data/longmemeval_oracle_sample.json"),
+            }
+        ],
+        "memory_systems": [{"name": "full", "kind": "full_context"}],
+        "readers": [{"name": "llm", "kind": "llm"}],
+        "judges": [{"name": "lme_contains_normalized", "kind": "lme_contains_normalized"}],
+        "llm": {
+            "base_url": base_url,
+            "model": "fake-model",
+            "api_key_env": "MEMBENCH_TEST_KEY",
+            "max_retries": 0,
+            "max_concurrency": 1,
+            **llm,
+        },
+    }
+    path = tmp_path / "status.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    load_config.cache_clear()
+    return path
+
+
+@pytest.fixture()
+def server() -> Iterator[FakeOpenAIServer]:
+    with running_fake_server(default_reply="A golden retriever.") as srv:
+        for text in FAILING:
+            srv.add_rule(text, "unused", faults=[Fault.server_error(400)] * 50)
+        yield srv
+
+
+def _job(config: Path, name: str = "full_benchmark") -> dg.JobDefinition:
+    return build_defs(str(config)).get_job_def(name)
+
+
+def _stage_job(config: Path) -> dg.JobDefinition:
+    defs = build_defs(str(config))
+    stages = dg.AssetSelection.assets(*[dg.AssetKey(["status", s]) for s in STAGES])
+    return dg.Definitions(
+        assets=defs.assets, resources=defs.resources, jobs=[dg.define_asset_job("stages", selection=stages)]
+    ).get_job_def("stages")
+
+
+def _store(tmp_path: Path) -> ResultStore:
+    return ResultStore(results_dir=str(tmp_path / "res"))
+
+
+def test_status_equals_progress_in_every_run_mode(tmp_path: Path, server: FakeOpenAIServer) -> None:
+    config = _config(tmp_path, server.base_url)
+    keys = partition_keys(load_config(str(config)))
+    assert len(keys) == 8 and set(keys) >= FAILING_KEYS
+    store = _store(tmp_path)
+    with dg.instance_for_test() as instance:
+        # 1. the partition-less job: one run over every question; it fails because 2 questions did
+        sweep = _job(config).execute_in_process(instance=instance, raise_on_error=False)
+        assert not sweep.success
+        assert sweep.dagster_run.tags["membench/config"] == "status"
+        assert len(sweep.dagster_run.tags["membench/config_hash"]) == 12
+        assert status_mismatches(instance, "status", keys, store) == []
+        answers = instance.get_status_by_partition(
+            dg.AssetKey(["status", "answers"]), keys, dg.StaticPartitionsDefinition(keys)
+        )
+        assert {k for k, v in answers.items() if v == dg.AssetPartitionStatus.FAILED} == FAILING_KEYS
+        assert sum(v == dg.AssetPartitionStatus.MATERIALIZED for v in answers.values()) == 6
+        [failure] = sweep.get_step_failure_events()  # the run's last step ends it with the summary
+        assert failure.step_key == "status__benchmark_report"
+        message = failure.step_failure_data.error.message  # type: ignore[union-attr]
+        assert "failed questions per stage: ingestion 0, retrievals 0, answers 2, judgments 2" in message
+
+        # 2. a range run of 4 questions, one of which still fails
+        rng = (keys[0], keys[3])
+        ranged = _stage_job(config).execute_in_process(
+            instance=instance, raise_on_error=False, tags={RANGE_START_TAG: rng[0], RANGE_END_TAG: rng[1]}
+        )
+        assert not ranged.success
+        assert status_mismatches(instance, "status", keys, store) == []
+
+        # 3. the faults stop; one failed question alone, then everything
+        server.rules.clear()
+        single = _stage_job(config).execute_in_process(instance=instance, partition_key="lme__5d1c2a7e")
+        assert single.success
+        assert status_mismatches(instance, "status", keys, store) == []
+        rerun = _job(config).execute_in_process(instance=instance)
+        assert rerun.success
+        assert status_mismatches(instance, "status", keys, store) == []
+        done = instance.get_status_by_partition(
+            dg.AssetKey(["status", "judgments"]), keys, dg.StaticPartitionsDefinition(keys)
+        )
+        assert set(done.values()) == {dg.AssetPartitionStatus.MATERIALIZED}
+
+
+def test_dead_endpoint_stops_the_stage_and_fails_the_run(tmp_path: Path) -> None:
+    with running_fake_server() as srv:
+        dead_url = srv.base_url  # the server stops at the end of the block: nothing listens there
+    config = _config(tmp_path, dead_url, stop_after_unreachable=3)
+    keys = partition_keys(load_config(str(config)))
+    store = _store(tmp_path)
+    with dg.instance_for_test() as instance:
+        result = _job(config).execute_in_process(instance=instance, raise_on_error=False)
+        assert not result.success
+        rows = store.query("SELECT partition_key, error FROM answers WHERE status = 'failed'").to_pylist()
+        assert {r["partition_key"] for r in rows} == set(keys)  # every question failed, none dropped
+        tried = [r for r in rows if not r["error"].startswith("not attempted")]
+        assert len(tried) == 3 and all("connection error" in r["error"] for r in tried)
+        [answers] = [m for m in result.get_asset_materialization_events() if m.asset_key.path[-1] == "answers"][:1]
+        assert "stopped after 3 consecutive questions" in str(
+            answers.materialization.metadata["stopped"].value  # type: ignore[union-attr]
+        )
+        assert status_mismatches(instance, "status", keys, store) == []
