@@ -12,6 +12,7 @@ passed to DuckDB as parameters, never pasted into SQL.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -159,6 +160,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    """Every view and column with its meaning (the text stored as DuckDB comments)."""
+    from pipeline.report.schema_docs import VIEW_DOCS, catalog_columns, column_doc, markdown
+
+    store = _store(args.config)
+    _require_results(store)
+    with store.connect() as con:
+        columns = catalog_columns(con)
+    if args.view is not None and args.view not in columns:
+        raise UserError(f"no view {args.view!r}; views: {', '.join(sorted(columns))}")
+    views = [args.view] if args.view else sorted(columns)
+    if args.markdown:
+        sys.stdout.write(markdown(columns, views) + "\n")
+        return 0
+    for view in views:
+        sys.stdout.write(f"{view}: {VIEW_DOCS.get(view, '?')}\n")
+        for c in columns[view]:
+            sys.stdout.write(f"  {c}: {column_doc(view, c) or '?'}\n")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="membench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="benchmark config YAML (default: $MEMBENCH_CONFIG or configs/sample.yaml)")
@@ -169,6 +191,9 @@ def _parser() -> argparse.ArgumentParser:
     p_failed.add_argument("--stage", choices=STAGES, help="only this stage")
     p_sql = sub.add_parser("sql", help="run a SQL query over the result views")
     p_sql.add_argument("query", nargs="?", default=EXAMPLE_SQL)
+    p_schema = sub.add_parser("schema", help="every view and column of the catalog and what it means")
+    p_schema.add_argument("view", nargs="?", help="only this view")
+    p_schema.add_argument("--markdown", action="store_true", help="as the README's markdown table")
     p_cmp = sub.add_parser(
         "compare",
         help="paired comparison of two runs on shared questions (McNemar exact / paired bootstrap)",
@@ -190,12 +215,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "failed": cmd_failed,
         "sql": cmd_sql,
         "compare": cmd_compare,
+        "schema": cmd_schema,
     }
     try:
         return handlers[args.command](args)
     except UserError as exc:
         sys.stderr.write(f"membench {args.command}: {exc}\n")
         return USER_ERROR
+    except BrokenPipeError:  # `membench ... | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from resources.storage import ResultStore
 RESULTS_JSON = "results.json"
 REPORT_HTML = "report.html"
 EXAMPLE_SQL = (
-    "SELECT dataset, system, reader, metric, round(headline_value, 3) AS value, wilson_low, wilson_high, "
+    "SELECT dataset, system, reader, metric, round(headline_value, 3) AS value, ci_low, ci_high, ci_method, "
     "n_scored, n_failed_answer, n_failed_judgment FROM accuracy_report ORDER BY dataset, metric, value DESC"
 )
 

@@ -18,7 +18,7 @@ from pipeline.report.sql import query_rows
 from resources.storage import ResultStore
 
 HEADLINE_SQL = """
-SELECT dataset, system, reader, reader_label, metric, headline_value, aggregate, wilson_low, wilson_high,
+SELECT dataset, system, reader, reader_label, metric, headline_value, aggregate, ci_low, ci_high,
        n_scored, n_failed_answer, n_failed_judgment, n_invalid, n_excluded, n_missing
 FROM accuracy_report ORDER BY dataset, metric, reader, headline_value DESC NULLS LAST, system
 """
@@ -31,8 +31,8 @@ def _fmt(v: float | None) -> str:
 
 def _line(r: dict[str, Any]) -> tuple[str, ...]:
     value = _fmt(r["headline_value"])
-    if r["aggregate"] == "accuracy" and r["wilson_low"] is not None:
-        value += f" [{_fmt(r['wilson_low'])}, {_fmt(r['wilson_high'])}]"
+    if r["ci_low"] is not None:  # Wilson for accuracies, bootstrap for mean scores
+        value += f" [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
     return (
         r["dataset"], r["system"], reader_display(r["reader"], r["reader_label"]), r["metric"], value,
         str(r["n_scored"]), f"{r['n_failed_answer']}/{r['n_failed_judgment']}", str(r["n_invalid"]),
@@ -67,7 +67,7 @@ def summarize_for_cli(results_dir: str | Path) -> str:
         f"  json   : {json_path}" + ("" if json_path.exists() else "  (not yet)"),
         f"  catalog: {store.catalog_path}",
         "",
-        f"query it: duckdb {store.catalog_path}",
+        f'query it: membench sql "<query>"   or   cd {root} && duckdb {store.catalog_path.name}',
         f"  {EXAMPLE_SQL};",
         "",
     ]

@@ -11,14 +11,16 @@ Views:
   counts, exclusions, failures, mean of every retrieval metric, retrieval latency p50/p95.
 - ``judgment_outcomes``: one row per judgment with its outcome (scored / excluded /
   answer_failed / judgment_failed), question type and the answer's invalid flag.
-- ``accuracy_report``: per dataset x system x reader x judge metric: accuracy with Wilson 95 %,
-  mean score, failure / invalid / excluded / missing counts, answer latency, tokens, cost, and
-  headline retrieval metrics.
+- ``accuracy_report``: per dataset x system x reader x judge metric: the headline value with its
+  95 % interval (``ci_low``/``ci_high``: Wilson for binary accuracies, a seeded percentile
+  bootstrap for mean scores such as F1), failure / invalid / excluded / missing counts, answer
+  latency, tokens, cost, and headline retrieval metrics.
 - ``accuracy_by_type``: the same accuracy columns per question type (raw label + named).
 - ``mc_confusion``: multiple-choice answers, gold index x predicted index (``invalid`` and
   ``failed`` as predicted values).
 - ``paired_comparisons``: every pair of systems with the same dataset, reader and judge metric
-  on the questions both scored: discordant counts and McNemar's exact p-value.
+  on the questions both scored: discordant counts and McNemar's exact p-value; for mean-score
+  metrics also the mean difference with a seeded paired-bootstrap interval.
 - ``judge_agreement``: every pair of judges that scored the same answers (dataset, question,
   system, reader): the 2x2 counts, raw agreement and Cohen's kappa (pipeline.metrics.agreement),
   per system and over all systems (system ``(all)``).
@@ -32,7 +34,7 @@ import duckdb
 
 from pipeline.catalog_views import register_view_creator
 from pipeline.metrics.retrieval import METRIC_COLUMNS
-from pipeline.metrics.stats import install_macros
+from pipeline.metrics.stats import BOOTSTRAP_95, WILSON_95, install_macros
 
 ALL_TYPES = "(all)"
 UNKNOWN_TYPE = "(unknown)"
@@ -118,15 +120,31 @@ _COUNTS = f"""
   count(*) FILTER (WHERE outcome = '{OUTCOME_SCORED}' AND invalid) AS n_invalid,
   count(*) FILTER (WHERE outcome = '{OUTCOME_EXCLUDED}') AS n_excluded,
   avg(score) FILTER (WHERE outcome = '{OUTCOME_SCORED}') AS mean_score,
+  list(score ORDER BY partition_key) FILTER (WHERE outcome = '{OUTCOME_SCORED}' AND score IS NOT NULL) AS scores,
   avg(context_tokens) FILTER (WHERE outcome IN ('{OUTCOME_SCORED}', '{OUTCOME_EXCLUDED}')) AS mean_context_tokens"""
 
-_RATES = """
+# agg + its aggregate rule + the bootstrap of mean-score metrics, computed once per row
+# (MATERIALIZED: ci_low and ci_high read the same bootstrap; an inlined CTE would run it twice)
+_RATED = f"""
+rated AS MATERIALIZED (
+  SELECT agg.*, coalesce(ag.aggregate, '{AGG_ACCURACY}') AS aggregate,
+    CASE WHEN coalesce(ag.aggregate, '{AGG_ACCURACY}') = '{AGG_MEAN_SCORE}' THEN bootstrap_mean_ci(scores) END AS boot
+  FROM agg LEFT JOIN ag ON ag.metric = agg.metric
+)"""
+
+# Wilson only for binary accuracies (a mean score is not a proportion); ci_* = the interval of
+# headline_value, whichever its kind
+_RATES = f"""
   n_correct::DOUBLE / nullif(n_scored, 0) AS accuracy,
-  wilson_low(n_correct, n_scored) AS wilson_low,
-  wilson_high(n_correct, n_scored) AS wilson_high,
-  coalesce(ag.aggregate, 'accuracy') AS aggregate,
-  CASE WHEN coalesce(ag.aggregate, 'accuracy') = 'mean_score' THEN mean_score
-       ELSE n_correct::DOUBLE / nullif(n_scored, 0) END AS headline_value"""
+  CASE WHEN aggregate = '{AGG_ACCURACY}' THEN wilson_low(n_correct, n_scored) END AS wilson_low,
+  CASE WHEN aggregate = '{AGG_ACCURACY}' THEN wilson_high(n_correct, n_scored) END AS wilson_high,
+  aggregate,
+  CASE WHEN aggregate = '{AGG_MEAN_SCORE}' THEN mean_score
+       ELSE n_correct::DOUBLE / nullif(n_scored, 0) END AS headline_value,
+  CASE WHEN aggregate = '{AGG_MEAN_SCORE}' THEN boot[1] ELSE wilson_low(n_correct, n_scored) END AS ci_low,
+  CASE WHEN aggregate = '{AGG_MEAN_SCORE}' THEN boot[2] ELSE wilson_high(n_correct, n_scored) END AS ci_high,
+  CASE WHEN n_scored = 0 THEN NULL WHEN aggregate = '{AGG_MEAN_SCORE}' THEN '{BOOTSTRAP_95}'
+       ELSE '{WILSON_95}' END AS ci_method"""
 
 ANSWER_STATS_SQL = """
 SELECT dataset, split_part(unit, '/', 1) AS system, split_part(unit, '/', 2) AS reader,
@@ -188,7 +206,7 @@ WITH agg AS (
   SELECT dataset, system, reader, any_value(reader_label) AS reader_label, judge, metric,{_COUNTS}
   FROM judgment_outcomes GROUP BY dataset, system, reader, judge, metric
 ),
-ag AS ({_aggregates_cte()}),
+ag AS ({_aggregates_cte()}),{_RATED},
 ans AS ({ANSWER_STATS_SQL}),
 nq AS ({_dataset_questions_cte(has_failures)}),
 r AS ({_retrieval_headline_cte(has_retrieval)})
@@ -198,8 +216,7 @@ SELECT agg.dataset, agg.system, agg.reader, agg.reader_label, agg.judge, agg.met
   ans.latency_p50_s, ans.latency_p95_s, ans.cache_hit_rate, ans.mean_prompt_tokens,
   ans.mean_completion_tokens, mean_context_tokens, ans.cost_per_question_usd, ans.total_cost_usd,
   ans.n_cost_unknown, {retr_cols}
-FROM agg
-LEFT JOIN ag ON ag.metric = agg.metric
+FROM rated agg
 LEFT JOIN ans ON ans.dataset = agg.dataset AND ans.system = agg.system AND ans.reader = agg.reader
 LEFT JOIN nq ON nq.dataset = agg.dataset
 LEFT JOIN r ON r.dataset = agg.dataset AND r.system = agg.system
@@ -215,14 +232,13 @@ WITH agg AS (
     type_raw, type_name,{_COUNTS}
   FROM judgment_outcomes GROUP BY dataset, system, reader, judge, metric, type_raw, type_name
 ),
-ag AS ({_aggregates_cte()}),
+ag AS ({_aggregates_cte()}),{_RATED},
 nq AS (SELECT dataset, type_raw, count(*) AS n_type_questions FROM questions GROUP BY ALL)
 SELECT agg.dataset, agg.system, agg.reader, agg.reader_label, agg.judge, agg.metric,
   agg.type_raw, agg.type_name,{_RATES},
   mean_score, n_scored, n_correct, n_failed_answer, n_failed_judgment, n_invalid, n_excluded,
   n_judgments, nq.n_type_questions, mean_context_tokens
-FROM agg
-LEFT JOIN ag ON ag.metric = agg.metric
+FROM rated agg
 LEFT JOIN nq ON nq.dataset = agg.dataset AND nq.type_raw = agg.type_raw
 ORDER BY agg.dataset, agg.metric, agg.judge, agg.reader, agg.system, agg.type_raw
 """
@@ -245,12 +261,16 @@ ORDER BY 1, 2, 3, 4, 5
 PAIRED_COMPARISONS_SQL = f"""
 CREATE OR REPLACE VIEW paired_comparisons AS
 WITH s AS (
-  SELECT dataset, partition_key, system, reader, judge, metric, correct
+  SELECT dataset, partition_key, system, reader, judge, metric, correct, score
   FROM judgment_outcomes WHERE outcome = '{OUTCOME_SCORED}'
 ),
-pairs AS (
+ag AS ({_aggregates_cte()}),
+pairs AS MATERIALIZED (
   SELECT a.dataset, a.reader, a.judge, a.metric, a.system AS system_a, b.system AS system_b,
     count(*) AS n_paired,
+    avg(a.score) AS mean_score_a, avg(b.score) AS mean_score_b,
+    list(a.score - b.score ORDER BY a.partition_key) FILTER (WHERE a.score IS NOT NULL AND b.score IS NOT NULL)
+      AS score_diffs,
     count(*) FILTER (WHERE a.correct AND b.correct) AS n_both_correct,
     count(*) FILTER (WHERE a.correct AND NOT b.correct) AS n_only_a_correct,
     count(*) FILTER (WHERE NOT a.correct AND b.correct) AS n_only_b_correct,
@@ -259,13 +279,21 @@ pairs AS (
     ON a.dataset = b.dataset AND a.partition_key = b.partition_key AND a.reader = b.reader
    AND a.judge = b.judge AND a.metric = b.metric AND a.system < b.system
   GROUP BY ALL
+),
+booted AS MATERIALIZED (
+  SELECT pairs.*, coalesce(ag.aggregate, '{AGG_ACCURACY}') AS aggregate,
+    CASE WHEN ag.aggregate = '{AGG_MEAN_SCORE}' THEN bootstrap_mean_ci(score_diffs) END AS boot
+  FROM pairs LEFT JOIN ag ON ag.metric = pairs.metric
 )
-SELECT *,
+SELECT dataset, reader, judge, metric, aggregate, system_a, system_b, n_paired, n_both_correct, n_only_a_correct,
+  n_only_b_correct, n_both_wrong,
   (n_both_correct + n_only_a_correct)::DOUBLE / n_paired AS accuracy_a,
   (n_both_correct + n_only_b_correct)::DOUBLE / n_paired AS accuracy_b,
   (n_only_a_correct - n_only_b_correct)::DOUBLE / n_paired AS accuracy_diff,
-  mcnemar_exact_p(n_only_a_correct, n_only_b_correct) AS mcnemar_p
-FROM pairs
+  mcnemar_exact_p(n_only_a_correct, n_only_b_correct) AS mcnemar_p,
+  mean_score_a, mean_score_b, mean_score_a - mean_score_b AS score_diff,
+  boot[1] AS score_diff_ci_low, boot[2] AS score_diff_ci_high
+FROM booted
 ORDER BY dataset, metric, judge, reader, system_a, system_b
 """
 
