@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from assets.layout import check_scope, key
 from pipeline.config import BenchmarkConfig
+from pipeline.filelock import file_lock
 from pipeline.memory.base import turn_unit_text
 from pipeline.records import TurnRow
 from resources.benchmark import BenchmarkResource
@@ -184,11 +185,12 @@ def embeddings_asset(
         f"model {encoder.model_name}"
     )
     reporter = ProgressReporter(context.log.info)
-    try:
-        stats = encoder.ensure(texts.texts, progress=reporter)
-    finally:
-        reporter.close()
-    compacted = encoder.compact()
+    with file_lock(encoder.cache.directory / ".lock"):  # concurrent runs: one writes/compacts shards at a time
+        try:
+            stats = encoder.ensure(texts.texts, progress=reporter)
+        finally:
+            reporter.close()
+        compacted = encoder.compact()
     store.refresh_catalog()
     extra = {"cache_dir": dg.MetadataValue.path(str(encoder.cache.directory)), "shards_merged": compacted}
     return dg.MaterializeResult(metadata=_metadata(stats, texts, embeddings, extra))

@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from assets.embeddings import ProgressReporter, collect_unit_texts, embeddings_asset
+from assets.embeddings import ProgressReporter, build_embeddings, collect_unit_texts
 from pipeline.config import load_config
 from pipeline.embedding_cache import EmbeddingCache, embeddings_dir
 from pipeline.records import SESSIONS_SCHEMA, TURNS_SCHEMA, SessionRow, TurnRow, rows_to_table
@@ -102,14 +102,16 @@ def test_asset_embeds_once_then_nothing(toy: tuple[Path, ResultStore]) -> None:
         "benchmark": BenchmarkResource(config_path=str(cfg_path)),
         "embeddings": EmbeddingResource.from_config(load_config(cfg_path).embeddings),
     }
-    first = dg.materialize([embeddings_asset], resources=resources)
-    meta = first.asset_materializations_for_node("embeddings")[0].metadata
+    asset = build_embeddings(load_config(cfg_path).config_name)
+    node = asset.node_def.name
+    first = dg.materialize([asset], resources=resources)
+    meta = first.asset_materializations_for_node(node)[0].metadata
     assert meta["model"].value == "all-MiniLM-L6-v2|fp32|seq256"
     assert (meta["unique_texts"].value, meta["newly_embedded"].value, meta["already_cached"].value) == (5, 5, 0)
     cache = EmbeddingCache(embeddings_dir(store.root), meta["model"].value)
     assert len(cache) == 5
-    second = dg.materialize([embeddings_asset], resources=resources)
-    meta2 = second.asset_materializations_for_node("embeddings")[0].metadata
+    second = dg.materialize([asset], resources=resources)
+    meta2 = second.asset_materializations_for_node(node)[0].metadata
     assert (meta2["newly_embedded"].value, meta2["already_cached"].value) == (0, 5)
     assert meta2["model_load_seconds"].value == 0  # a fully cached run never loads the model
 

@@ -16,12 +16,16 @@ import sys
 import time
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import pytest
 import yaml
 
-from resources.storage import open_catalog
+from pipeline.config import load_config
+from pipeline.definitions import partition_keys
+from resources.storage import ResultStore, open_catalog
 from tests.conftest import PROJECT_ROOT
+from tests.dagster_fixtures import status_mismatches
 
 pytestmark = pytest.mark.slow
 STAGES = ("ingestion", "retrievals", "answers", "judgments")
@@ -94,6 +98,19 @@ def _run_and_kill_during_answers(env: dict[str, str], answers_dir: Path) -> int:
     raise AssertionError(f"run ended (rc={proc.returncode}) before it could be killed mid-answers")
 
 
+def _assert_dagster_agrees(tmp_path: Path, config: Path, results: Path) -> None:
+    """Partition status of every stage equals the progress view; the killed run is marked failed."""
+    load_config.cache_clear()
+    keys = partition_keys(load_config(str(config)))
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        store = ResultStore(results_dir=str(results))
+        assert status_mismatches(instance, "sample", keys, store) == []
+        runs = instance.get_runs()
+        assert [r.status for r in runs][-1:] == [dg.DagsterRunStatus.FAILURE]  # the killed first run, reaped
+        assert all(r.status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE) for r in runs)
+        assert {r.tags.get("membench/config") for r in runs} == {"sample"}
+
+
 def test_kill_resume_rerun_on_samples(tmp_path: Path) -> None:
     config, results = _config(tmp_path)
     env = _env(tmp_path, config)
@@ -101,6 +118,7 @@ def test_kill_resume_rerun_on_samples(tmp_path: Path) -> None:
 
     second = _run(env)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    _assert_dagster_agrees(tmp_path, config, results)
     catalog = results / "results.duckdb"
     con = open_catalog(catalog)
     n_questions = con.execute("SELECT count(*) FROM questions").fetchall()[0][0]

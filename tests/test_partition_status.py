@@ -67,7 +67,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def _job(config: Path, name: str = "full_benchmark") -> dg.JobDefinition:
-    return build_defs(str(config)).get_job_def(name)
+    return build_defs(str(config)).resolve_job_def(name)
 
 
 def _stage_job(config: Path) -> dg.JobDefinition:
@@ -75,7 +75,7 @@ def _stage_job(config: Path) -> dg.JobDefinition:
     stages = dg.AssetSelection.assets(*[dg.AssetKey(["status", s]) for s in STAGES])
     return dg.Definitions(
         assets=defs.assets, resources=defs.resources, jobs=[dg.define_asset_job("stages", selection=stages)]
-    ).get_job_def("stages")
+    ).resolve_job_def("stages")
 
 
 def _store(tmp_path: Path) -> ResultStore:

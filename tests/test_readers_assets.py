@@ -73,7 +73,9 @@ def test_answers_then_judgments_offline(bench: BenchmarkResource, tmp_path: Path
             "locomo_keyword_overlap",
         }
         assert all(r["status"] == "failed" and r["error"].startswith("answer failed:") for r in judged[3:])
-        [summary] = result.asset_materializations_for_node("bench__judgments")
+        mats = result.asset_materializations_for_node("bench__judgments")
+        assert sorted(m.partition for m in mats) == KEYS  # one per question of the range, same metadata
+        summary = mats[0]
         assert "locomo_llm_judge" in str(summary.metadata["judges_unavailable"].value)
         assert summary.metadata["failed_questions"].value == 1
         answers_key = dg.AssetKey(["bench", "answers"])

@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from assets.reports import benchmark_report, retrieval_report
+from assets.reports import build_reports
+from pipeline.config import load_config
 from pipeline.judges.base import JUDGMENTS_PAYLOAD
 from pipeline.memory.base import RETRIEVALS_PAYLOAD
 from pipeline.metrics.stats import wilson_interval
@@ -214,15 +215,19 @@ datasets:
 """
 
 
+def report_assets(cfg: Path) -> list[dg.AssetsDefinition]:
+    """retrieval_report and benchmark_report of the test config (the definitions' own factory)."""
+    load_config.cache_clear()
+    return build_reports(load_config(str(cfg)).config_name, dg.StaticPartitionsDefinition(["unused"]))
+
+
 @pytest.fixture(scope="module")
 def materialized(tmp_path_factory: pytest.TempPathFactory) -> ResultStore:
     root = tmp_path_factory.mktemp("report")
     store = build_store(root / "results")
     cfg = root / "config.yaml"
     cfg.write_text(CONFIG.format(root=store.root))
-    result = dg.materialize(
-        [retrieval_report, benchmark_report], resources={"benchmark": BenchmarkResource(config_path=str(cfg))}
-    )
+    result = dg.materialize(report_assets(cfg), resources={"benchmark": BenchmarkResource(config_path=str(cfg))})
     assert result.success
     return store
 
@@ -462,7 +467,7 @@ def test_retrieval_report_keeps_a_table_whose_inputs_did_not_change(tmp_path: Pa
     resources = {"benchmark": BenchmarkResource(config_path=str(cfg))}
 
     def run() -> dict[str, int]:
-        assert dg.materialize([retrieval_report], resources=resources).success
+        assert dg.materialize(report_assets(cfg)[:1], resources=resources).success
         return {ds: table_path(store, ds).stat().st_mtime_ns for ds in ("lme", "loco", "mc")}
 
     first = run()

@@ -23,6 +23,7 @@ from typing import Any
 
 from pipeline.config import BenchmarkConfig
 from pipeline.corpus import Corpus, HaystackSession
+from pipeline.filelock import file_lock
 from pipeline.memory.base import MemoryDeps, MemorySystem, MemoryUnit
 from pipeline.memory.checkpoint import (
     Checkpoint,
@@ -224,7 +225,8 @@ def _ingest_unit(run: MemoryRun, spec: SystemSpec, dataset: str, haystack_id: st
     try:
         sessions = run.sessions(spec, dataset, haystack_id)
         path = run.path(spec, dataset, haystack_id)
-        return ingest_haystack(spec, lambda: spec.build(run.deps), haystack_id, sessions, path, run.log)
+        with file_lock(path.with_name(f"{path.name}.lock")):  # a concurrent run waits, then resumes from it
+            return ingest_haystack(spec, lambda: spec.build(run.deps), haystack_id, sessions, path, run.log)
     except Exception as exc:  # e.g. missing haystack / build error: the unit fails
         msg = f"{type(exc).__name__}: {exc}"
         return IngestOutcome(spec.name, spec.kind, haystack_id, 0, 0, 0, 0.0, 0.0, 0, msg)
