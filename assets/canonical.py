@@ -6,6 +6,7 @@ question partitions themselves are known before the run (pipeline/datasets/keys.
 the same loaders); this asset logs an error when the files changed since the definitions loaded.
 """
 
+import os
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -32,8 +33,12 @@ CHECK_NAME = "pandera_schema"
 
 
 def require_persistent_instance(context: AssetExecutionContext) -> None:
-    """Refuse an ephemeral instance: it silently forgets partition status between runs."""
-    if context.instance.is_ephemeral:
+    """Refuse an ephemeral or throw-away instance: it silently forgets partition status between runs.
+
+    Without ``DAGSTER_HOME`` the ``dagster`` CLI runs on a temporary directory instance that is not
+    flagged ephemeral, so the variable itself is checked too.
+    """
+    if context.instance.is_ephemeral or not os.environ.get("DAGSTER_HOME"):
         raise dg.Failure(
             "DAGSTER_HOME is not set, so Dagster is using a temporary instance that forgets "
             "partition status. Run `source .venv/bin/activate` (scripts/setup.sh sets "

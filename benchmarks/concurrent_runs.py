@@ -5,12 +5,13 @@ What it measures (issue 9): a 200-question LongMemEval-format slice (the bundled
 server with a fixed delay per request (``--delay``; the reader's request cap is 1 per run, so a run
 is bound by the endpoint's latency like a real API slice), the ``full_context`` memory and the
 offline ``lme_contains_normalized`` judge. Both modes first run ``retrieval_benchmark`` (canonical,
-embeddings, ingestion, retrievals) untimed, then time the answers + judgments stages:
+embeddings, ingestion, retrievals) untimed, then time the ``question_stages`` job (ingestion and
+retrievals find everything done; answers and judgments do the work):
 
-- one run: ``dagster asset materialize`` over the whole partition range;
-- N runs: the range cut into N chunks, N ``dagster asset materialize`` processes at once on one
-  results folder and one Dagster instance (as a backfill split by ``$MEMBENCH_BACKFILL_CHUNK``
-  with ``max_concurrent_runs: N`` would run them).
+- one run: ``dagster job execute -j question_stages`` over the whole partition range;
+- N runs: the range cut into N chunks, N such processes at once (range tags per run) on one
+  results folder and one Dagster instance, as a backfill split by ``$MEMBENCH_BACKFILL_CHUNK``
+  with ``max_concurrent_runs: N`` would run them.
 
 It prints both wall times, the throughput (questions/s), the ratio, and whether the two results
 folders hold identical answers and judgments (same predictions, same verdicts).
@@ -39,7 +40,6 @@ sys.path.insert(0, str(ROOT))
 from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 SAMPLE = ROOT / "pipeline" / "sample_data" / "longmemeval_oracle_sample.json"
-STAGES = "bench/answers,bench/judgments"
 
 
 def write_slice(path: Path, n: int) -> list[str]:
@@ -65,6 +65,7 @@ def write_config(folder: Path, data: Path, base_url: str) -> Path:
         "judges": [{"name": "lme_contains_normalized", "kind": "lme_contains_normalized"}],
         "llm": {"base_url": base_url, "model": "fake", "api_key_env": "NO_KEY", "max_concurrency": 1},
     }
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "bench.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -90,10 +91,9 @@ def dagster(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
 
 
 def materialize(keys: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    rng = f"{keys[0]}...{keys[-1]}"
-    return dagster(
-        ["asset", "materialize", "-m", "pipeline.definitions", "--select", STAGES, "--partition-range", rng], env
-    )
+    """One run of the per-question stages over the range ``keys[0]..keys[-1]``."""
+    tags = {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
+    return dagster(["job", "execute", "-j", "question_stages", "--tags", json.dumps(tags)], env)
 
 
 def wait_all(procs: list[subprocess.Popen[bytes]]) -> None:

@@ -128,13 +128,14 @@ def cmd_failed(args: argparse.Namespace) -> int:
         where = f" at stage {args.stage}" if args.stage else ""
         sys.stdout.write(f"no failed questions{where}\n")
         return 0
+    prefix = load_config(args.config).config_name
+    stages = ",".join(f"{prefix}/{s}" for s in ("ingestion", "retrievals", "answers", "judgments"))
     sys.stdout.write(
         f"\n{len(keys)} failed question(s). Re-run them:\n"
         "  all of them (with anything else not done), one run:  dagster job execute -j full_benchmark\n"
-        "  one question:  dagster asset materialize --select 'ingestion,retrievals,answers,judgments' "
-        f"--partition {keys[0]}\n"
-        "  in the UI (dagster dev): asset group per_question > Materialize > partitions: failed/missing "
-        "(a single-run backfill)\n"
+        f"  one question:  dagster asset materialize --select '{stages}' --partition {keys[0]}\n"
+        f"  in the UI (dagster dev): asset group {prefix}_per_question > Materialize > partitions: failed "
+        "(a backfill, split into runs of $MEMBENCH_BACKFILL_CHUNK questions)\n"
     )
     return 0
 

@@ -22,7 +22,7 @@ import dagster as dg
 
 from assets.canonical import build_canonical
 from assets.embeddings import build_embeddings
-from assets.layout import REPORTS, key, run_tags
+from assets.layout import REPORTS, STAGES, key, run_tags
 from assets.reports import build_reports
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
 from assets.stages import build_stage_assets, question_partitions
@@ -71,12 +71,15 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
         *build_reports(prefix, parts),
     ]
     tags = _job_tags(cfg, keys)
+    # the terminal shows INFO and up (stage progress bars, summaries), not every DEBUG engine event
+    quiet = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
     everything = dg.AssetSelection.assets(*[k for a in assets for k in a.keys])
     answering = [key(prefix, n) for n in ("answers", "judgments", REPORTS[1])]
     full_benchmark = dg.define_asset_job(
         "full_benchmark",
         selection=everything,
         tags=tags,
+        config=quiet,
         description=(
             f"Config {prefix} ({cfg.source}) end to end: canonical tables, embeddings, memory ingestion, retrieval, "
             "answers, judgments, reports, over every question (a run over the whole partition range; questions "
@@ -88,12 +91,24 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
         "retrieval_benchmark",
         selection=everything - dg.AssetSelection.assets(*answering),
         tags=tags,
+        config=quiet,
         description="Retrieval only (no reader, no judge): canonical, embeddings, ingestion, retrieval, its report.",
+        executor_def=dg.in_process_executor,
+    )
+    question_stages = dg.define_asset_job(
+        "question_stages",
+        selection=dg.AssetSelection.assets(*[key(prefix, s) for s in STAGES]),
+        tags=tags,
+        config=quiet,
+        description=(
+            "The four per-question stages only (no canonical, embeddings or reports), over every question or "
+            "the range given by --tags '{\"dagster/asset_partition_range_start\": A, \"..._end\": B}'."
+        ),
         executor_def=dg.in_process_executor,
     )
     return dg.Definitions(
         assets=assets,
-        jobs=[full_benchmark, retrieval_benchmark],
+        jobs=[full_benchmark, retrieval_benchmark, question_stages],
         resources=build_resources(cfg),
     )
 

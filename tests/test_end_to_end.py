@@ -156,3 +156,20 @@ def test_kill_resume_rerun_on_samples(tmp_path: Path) -> None:
     assert str(results / "report.html") in shown.stdout and "SELECT" in shown.stdout
     failed = subprocess.run([membench, "--config", str(config), "failed"], env=env, capture_output=True, text=True)
     assert failed.stdout.strip() == "no failed questions"
+
+
+def test_cli_refuses_to_run_without_dagster_home(tmp_path: Path) -> None:
+    """Without DAGSTER_HOME the CLI would use a throw-away instance: the run stops at once, saying why."""
+    config, results = _config(tmp_path)
+    env = {k: v for k, v in _env(tmp_path, config).items() if k != "DAGSTER_HOME"}
+    proc = subprocess.run(
+        [_dagster(), "job", "execute", "-m", "pipeline.definitions", "-j", "full_benchmark"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode != 0
+    assert "DAGSTER_HOME is not set" in proc.stdout + proc.stderr
+    assert not (results / "parquet" / "answers").exists()

@@ -74,6 +74,7 @@ def test_partition_status_on_a_postgres_instance(
         monkeypatch.setenv(name, value)
     home = tmp_path / "home"
     home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
     shutil.copy(PROJECT_ROOT / "configs" / "dagster_postgres.yaml", home / "dagster.yaml")
     with running_fake_server(default_reply="A golden retriever.") as server:
         for text in FAILING:
