@@ -103,7 +103,10 @@ OK_COMMANDS: list[tuple[list[str], list[str]]] = [
     (["sql", "SELECT 'x''y' AS quoted"], ["x'y"]),
     (["progress"], ["answers", "canonical"]),
     (["failed"], ["answers\td__q2\treader timed out", "1 failed question(s)"]),
-    (["failed", "--stage", "answers"], ["answers\td__q2", "--partition d__q2"]),
+    (
+        ["failed", "--stage", "answers"],
+        ["answers\td__q2", "--select 'run/ingestion,run/retrievals,", "--partition d__q2"],
+    ),
     (["failed", "--stage", "judgments"], ["no failed questions at stage judgments"]),
 ]
 

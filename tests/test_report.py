@@ -389,19 +389,27 @@ class _Checker(HTMLParser):
 
 
 def test_html_report(materialized: ResultStore) -> None:
-    text = (materialized.root / "report.html").read_text()
-    checker = _Checker()
-    checker.feed(text)
-    assert checker.errors == [] and checker.stack == []
-    # per dataset with judgments: one by-type plot + one vs-context plot; lme + loco: a recall@k plot
-    assert len(checker.images) == 6
-    for src in checker.images:
+    """report.html (overview) + report/<dataset>.html + question pages: well-formed, plots valid."""
+    pages = [materialized.root / "report.html", *sorted((materialized.root / "report").rglob("*.html"))]
+    names = {p.relative_to(materialized.root).as_posix() for p in pages}
+    assert {"report/lme.html", "report/loco.html", "report/mc.html", "report/mc/questions-1.html"} <= names
+    images: list[str] = []
+    for path in pages:
+        checker = _Checker()
+        checker.feed(path.read_text())
+        assert checker.errors == [] and checker.stack == [], path
+        images += checker.images
+    # lme and mc: by-type + vs-context plots; lme and loco: a recall@k plot
+    assert len(images) == 6
+    for src in images:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    text = (materialized.root / "report.html").read_text()
     assert "offline (no LLM)" in text
     for name in ("recall_any@k", "ndcg_any@k", "accuracy", "wilson_95", "mcnemar_p", "mc_accuracy"):
         assert f"<code>{name}</code>" in text
     assert "SELECT dataset, system, reader" in text
+    assert "no by-type plot" in (materialized.root / "report" / "loco.html").read_text()
 
 
 def test_results_json(materialized: ResultStore) -> None:

@@ -18,6 +18,7 @@ import duckdb
 import pipeline.report.views  # noqa: F401 - registers the report view creators
 from pipeline.catalog_views import create_report_views
 from pipeline.report.definitions import REPORT_DEFINITIONS, judge_metric_definitions
+from pipeline.report.questions import QuestionView, dataset_questions
 from pipeline.report.sql import query_rows, view_names
 from resources.storage import ResultStore
 
@@ -69,10 +70,22 @@ def _clean(value: Any) -> Any:
         return str(value)
 
 
-def _fetch(con: duckdb.DuckDBPyConnection, view: str, present: set[str]) -> list[dict[str, Any]]:
+# sections read with their own query (not SELECT * of a view): section -> (view needed, SQL)
+QUERIES: dict[str, tuple[str, str]] = {
+    "failures": (
+        "progress",
+        "SELECT dataset, partition_key, question_id, stage, errors FROM progress WHERE status = 'failed' "
+        "ORDER BY dataset, partition_key, stage",
+    ),
+}
+
+
+def _fetch(
+    con: duckdb.DuckDBPyConnection, view: str, present: set[str], sql: str | None = None
+) -> list[dict[str, Any]]:
     if view not in present:
         return []
-    rows = query_rows(con, f'SELECT * FROM "{view}"')
+    rows = query_rows(con, sql or f'SELECT * FROM "{view}"')
     return [{k: _clean(v) for k, v in r.items()} for r in rows]
 
 
@@ -82,6 +95,7 @@ def collect(store: ResultStore) -> ReportData:
         create_report_views(con)
         present = view_names(con)
         sections = {name: _fetch(con, view, present) for name, view in SECTIONS.items()}
+        sections.update({name: _fetch(con, view, present, sql) for name, (view, sql) in QUERIES.items()})
         datasets = (
             [r[0] for r in con.execute("SELECT DISTINCT dataset FROM questions ORDER BY 1").fetchall()]
             if "questions" in present
@@ -106,6 +120,22 @@ def write_json(data: ReportData, path: Path) -> Path:
     tmp.write_text(json.dumps(asdict(data), indent=1, allow_nan=False, sort_keys=False))
     tmp.replace(path)
     return path
+
+
+def collect_questions(store: ResultStore, datasets: list[str]) -> dict[str, list[QuestionView]]:
+    """The per-question drill-down of every dataset (pipeline.report.questions)."""
+    with store.connect() as con:
+        return {d: dataset_questions(con, d) for d in datasets}
+
+
+def write_pages(pages: dict[str, str], root: Path, subdir: str = "report") -> list[Path]:
+    """Write the report pages (relative path -> HTML) and drop stale pages of an earlier run."""
+    written = [write_html(text, root / rel) for rel, text in pages.items()]
+    keep = {p.resolve() for p in written}
+    for old in (root / subdir).rglob("*.html") if (root / subdir).is_dir() else []:
+        if old.resolve() not in keep:
+            old.unlink()
+    return written
 
 
 def write_html(html: str, path: Path) -> Path:

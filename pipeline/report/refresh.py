@@ -9,15 +9,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.report import html as report_html
-from pipeline.report.build import REPORT_HTML, RESULTS_JSON, ReportData, collect, write_html, write_json
+from pipeline.report.build import (
+    REPORT_HTML,
+    RESULTS_JSON,
+    ReportData,
+    collect,
+    collect_questions,
+    write_json,
+    write_pages,
+)
 from resources.storage import ResultStore
 
 
 def write_report_files(store: ResultStore, data: ReportData) -> tuple[Path, Path]:
-    """results.json and report.html of ``data`` under the results folder."""
+    """results.json, report.html and its pages (report/<dataset>.html, question drill-downs)."""
     json_path = write_json(data, store.root / RESULTS_JSON)
-    html_path = write_html(report_html.render(data), store.root / REPORT_HTML)
-    return json_path, html_path
+    pages = report_html.render_pages(data, collect_questions(store, data.datasets))
+    write_pages(pages, store.root, report_html.REPORT_DIR)
+    return json_path, store.root / REPORT_HTML
 
 
 def refresh_report_files(store: ResultStore) -> str:
