@@ -27,6 +27,7 @@ from pipeline.config import BenchmarkConfig
 from pipeline.filelock import file_lock
 from pipeline.memory.base import turn_unit_text
 from pipeline.records import TurnRow
+from pipeline.schemas import iter_row_groups
 from resources.benchmark import BenchmarkResource
 from resources.embeddings import EmbeddingResource, EmbedProgress, EnsureStats
 from resources.storage import ResultStore
@@ -65,7 +66,7 @@ class UnitTexts:
 
 
 def _turn_text_batches(store: ResultStore, dataset: str, roles: tuple[str, ...] | None) -> Iterator[str]:
-    """Unit texts of a dataset's turns, read ``TEXT_BATCH_ROWS`` rows at a time.
+    """Unit texts of a dataset's turns, read one row group at a time.
 
     Why batches: reading the whole turns table and building a ``TurnRow`` per turn peaked at
     3.6 GB on a LongMemEval_M-sized file (1.5 M turns); memory is now one batch.
@@ -80,15 +81,15 @@ def _turn_text_batches(store: ResultStore, dataset: str, roles: tuple[str, ...] 
     names = [f.name for f in fields(TurnRow)]
     wanted = pa.array(list(roles), pa.string()) if roles is not None else None
     for part in parts:
-        pf = pq.ParquetFile(part)
-        missing = [n for n in names if n not in pf.schema_arrow.names]
+        missing = [n for n in names if n not in pq.ParquetFile(part).schema_arrow.names]
         if missing:
             raise ValueError(f"{part}: not a canonical turns table: missing columns {missing}")
-        for batch in pf.iter_batches(batch_size=TEXT_BATCH_ROWS, columns=names):
+        for group in iter_row_groups(part, names):
             if wanted is not None:
-                batch = batch.filter(pc.is_in(batch.column("role"), value_set=wanted))
-            for row in batch.to_pylist():
-                yield turn_unit_text(TurnRow(**row))
+                group = group.filter(pc.is_in(group.column("role"), value_set=wanted))
+            for batch in group.to_batches(max_chunksize=TEXT_BATCH_ROWS):
+                for row in batch.to_pylist():
+                    yield turn_unit_text(TurnRow(**row))
 
 
 def _summary_texts(store: ResultStore, dataset: str) -> list[str]:

@@ -8,6 +8,7 @@ any embedding or LLM money is spent on bad data.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import duckdb
 import pandas as pd
 import pandera.errors
 import pandera.pandas as pa
+import pyarrow as pa_arrow
 import pyarrow.parquet as pq
 
 _str = pa.Column(str, nullable=False)
@@ -157,6 +159,19 @@ class TableValidation:
         return self.failure_cases is None
 
 
+def iter_row_groups(path: Path, columns: list[str] | None = None) -> Iterator[pa_arrow.Table]:
+    """The file's row groups one at a time (``columns`` only).
+
+    Why not ``ParquetFile.iter_batches``: measured on a 1.5 M-turn table, it kept ~7 MB of Arrow
+    buffers per batch alive until the file was done (RSS 1.2 GB after 60 batches), while reading
+    row group by row group stays flat (~300 MB). The converter bounds a row group to 50,000 rows
+    or ~16 M characters of text, so one group is a bounded amount of memory.
+    """
+    pf = pq.ParquetFile(path)
+    for i in range(pf.num_row_groups):
+        yield pf.read_row_group(i, columns=columns)
+
+
 def _row_schema(table: str) -> pa.DataFrameSchema:
     """The table's schema minus its uniqueness constraints (checked over the whole file apart)."""
     schema = CANONICAL_PANDERA[table]
@@ -201,21 +216,23 @@ def validate_table_file(path: Path, table: str, batch_rows: int = VALIDATE_BATCH
     relative to the whole file.
     """
     schema = _row_schema(table)
-    pf = pq.ParquetFile(path)
-    wanted = [c for c in pf.schema_arrow.names if c in schema.columns]
+    wanted = [c for c in pq.ParquetFile(path).schema_arrow.names if c in schema.columns]
     rows = 0
     cases: list[pd.DataFrame] = []
-    for batch in pf.iter_batches(batch_size=batch_rows, columns=wanted):
-        df = batch.to_pandas()
-        df.index = pd.RangeIndex(rows, rows + len(df))
-        rows += len(df)
-        try:
-            schema.validate(df, lazy=True)
-        except pandera.errors.SchemaErrors as exc:
-            cases.append(exc.failure_cases.head(MAX_FAILURE_CASES))
-            break  # the first bad batch is enough to fail the check and show what is wrong
-        finally:
-            del df
+    for group in iter_row_groups(path, wanted):
+        bad = False
+        for start in range(0, group.num_rows, batch_rows):
+            df = group.slice(start, batch_rows).to_pandas()
+            df.index = pd.RangeIndex(rows, rows + len(df))
+            rows += len(df)
+            try:
+                schema.validate(df, lazy=True)
+            except pandera.errors.SchemaErrors as exc:
+                cases.append(exc.failure_cases.head(MAX_FAILURE_CASES))
+                bad = True  # the first bad batch is enough to fail the check and show what is wrong
+                break
+        if bad:
+            break
     unique = UNIQUE_KEYS.get(table)
     if unique and not cases:
         dupes = _duplicates(path, unique)
