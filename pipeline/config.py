@@ -33,6 +33,8 @@ class DatasetConfig(_Strict):
     loader: str
     path: str
     limit: int | None = None  # first N questions (for slices)
+    # at most N questions of each question type (a stratified slice; with ``limit``, both apply)
+    limit_per_type: int | None = Field(default=None, ge=1)
     index_roles: tuple[str, ...] | None = None  # roles whose turns memories index; None = all
 
     def resolved_path(self, base: Path) -> Path:
@@ -75,6 +77,7 @@ class LLMConfig(_Strict):
     timeout_s: float = 60.0
     max_retries: int = 5
     max_concurrency: int = 4
+    requests_per_minute: float | None = Field(default=None, gt=0)  # provider quota; None = no limit
     # a stage stops after this many consecutive questions could not reach the endpoint (0 = never)
     stop_after_unreachable: int = Field(default=5, ge=0)
 
@@ -89,8 +92,20 @@ class BenchmarkConfig(_Strict):
     readers: tuple[ComponentConfig, ...] = ()
     judges: tuple[ComponentConfig, ...] = ()
     llm: LLMConfig | None = None
+    # the judges' own endpoint (base_url, model, api_key_env, ...); None = judges use ``llm``
+    judge_llm: LLMConfig | None = None
+    # retrieval cut-offs k of recall_any/recall_all/ndcg_any/evidence_recall@k
+    retrieval_k: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
     prices_path: str = "configs/prices.yaml"
     source: str = ""  # the file this config was read from (set by load_config)
+
+    @model_validator(mode="after")
+    def _valid_k(self) -> BenchmarkConfig:
+        if not self.retrieval_k or any(k < 1 for k in self.retrieval_k):
+            raise ValueError(f"retrieval_k must be a non-empty list of integers >= 1 (got {list(self.retrieval_k)})")
+        if len(set(self.retrieval_k)) != len(self.retrieval_k):
+            raise ValueError(f"retrieval_k has duplicates: {list(self.retrieval_k)}")
+        return self
 
     @model_validator(mode="after")
     def _unique_names(self) -> BenchmarkConfig:

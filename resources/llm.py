@@ -53,6 +53,7 @@ from pipeline.llm_protocol import (
     parse_retry_after,
     safe_url,
 )
+from pipeline.ratelimit import RateLimiter
 
 __all__ = [
     "ChatClient",
@@ -86,10 +87,17 @@ class LLMConfigError(ValueError):
 class _Runtime:
     """Per-resource state created on first use: cache, prices, concurrency gate, lazy client."""
 
-    def __init__(self, cache: ResponseCache, prices: dict[str, ModelPrice], max_concurrency: int) -> None:
+    def __init__(
+        self,
+        cache: ResponseCache,
+        prices: dict[str, ModelPrice],
+        max_concurrency: int,
+        limiter: RateLimiter | None = None,
+    ) -> None:
         self.cache = cache
         self.prices = prices
         self.gate = threading.BoundedSemaphore(max_concurrency)
+        self.limiter = limiter  # requests-per-minute pacing (None: unlimited)
         self.rng = random.Random()
         self.client: openai.OpenAI | None = None
         self.client_lock = threading.Lock()
@@ -115,6 +123,9 @@ class LLMResource(dg.ConfigurableResource):
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=5, ge=0, description="Retries after the first attempt")
     max_concurrency: int = Field(default=4, ge=1)
+    requests_per_minute: float | None = Field(
+        default=None, gt=0, description="Provider quota: HTTP requests (retries included) at most this often"
+    )
     cache_dir: str = Field(default="results/llm_cache")
     prices_path: str = Field(default=DEFAULT_PRICES)
     backoff_base_s: float = Field(default=1.0, ge=0)
@@ -145,6 +156,7 @@ class LLMResource(dg.ConfigurableResource):
             timeout_s=cfg.timeout_s,
             max_retries=cfg.max_retries,
             max_concurrency=cfg.max_concurrency,
+            requests_per_minute=cfg.requests_per_minute,
             cache_dir=str(cache_dir),
             prices_path=str(prices_path),
         )
@@ -168,6 +180,7 @@ class LLMResource(dg.ConfigurableResource):
             "llm_max_retries": self.max_retries,
             "llm_max_concurrency": self.max_concurrency,
             "llm_timeout_s": self.timeout_s,
+            "llm_requests_per_minute": self.requests_per_minute,
         }
 
     def __str__(self) -> str:
@@ -223,7 +236,9 @@ class LLMResource(dg.ConfigurableResource):
                 if self._rt is None:
                     prices = load_prices(self._resolve(self.prices_path))
                     cache = ResponseCache(self._resolve(self.cache_dir))
-                    self._rt = _Runtime(cache, prices, self.max_concurrency)
+                    rpm = self.requests_per_minute
+                    limiter = RateLimiter(rpm) if rpm else None
+                    self._rt = _Runtime(cache, prices, self.max_concurrency, limiter)
         return self._rt
 
     def _secret(self) -> str:
@@ -329,6 +344,8 @@ class LLMResource(dg.ConfigurableResource):
         if standard["temperature"] is not None:
             extra["temperature"] = standard["temperature"]
         extra[self.max_tokens_param] = standard["max_tokens"]
+        if rt.limiter is not None:
+            rt.limiter.acquire()
         with rt.gate:
             try:
                 raw = client.chat.completions.with_raw_response.create(

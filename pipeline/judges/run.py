@@ -19,6 +19,7 @@ from typing import Any
 
 from pipeline.config import BenchmarkConfig
 from pipeline.corpus import Corpus
+from pipeline.judge_endpoint import judge_client
 from pipeline.judges.base import BoundJudge, JudgeContext, JudgeInput, Verdict, dataset_kind, judges_for
 from pipeline.parallel import parallel_map
 from pipeline.readers.base import LLMClient
@@ -93,7 +94,7 @@ class JudgmentRun:
     ) -> None:
         self.store = store
         self.cfg = cfg
-        self.llm = llm
+        self.llm = judge_client(cfg, llm)  # judge_llm when the config has one (pipeline.judge_endpoint)
         self.max_workers = max_workers
         self.log = log
         self._corpora: dict[str, Corpus] = {}
@@ -129,7 +130,7 @@ class JudgmentRun:
 
     def judge_item(self, item: WorkItem) -> list[UnitResult]:
         question = self.corpus(item.dataset).question(item.partition_key)
-        rows = rows_by_unit(self.store.read_partition(ANSWERS, item.partition_key))
+        rows = rows_by_unit(self.store.read_partition(ANSWERS, item.partition_key), item.record_hash)
         units = self._dataset_units(item.dataset)
         return [self.judge_unit(units[s.unit], s, question, rows) for s in item.units]
 
