@@ -104,10 +104,13 @@ def metric_label(metric: str, k: int | None = None) -> str:
     return metric if k is None else f"{metric}@{k}"
 
 
-METRIC_COLUMNS: tuple[str, ...] = (
-    *(metric_column(m, k) for m in RANKED_METRICS for k in K_VALUES),
-    EVIDENCE_RECALL_CONTEXT,
-)
+def metric_columns(ks: Sequence[int] = K_VALUES) -> tuple[str, ...]:
+    """The metric columns for cut-offs ``ks`` (a config's ``retrieval_k``), in table order."""
+    return (*(metric_column(m, k) for m in RANKED_METRICS for k in ks), EVIDENCE_RECALL_CONTEXT)
+
+
+METRIC_COLUMNS: tuple[str, ...] = metric_columns(K_VALUES)
+METRIC_COLUMN_RE = r"^(recall_any|recall_all|ndcg_any|evidence_recall)_at_(\d+)$"
 
 
 # ---- the metrics (pure) ------------------------------------------------------------------
@@ -363,11 +366,14 @@ def exclusion(protocol: str, question_id: str, gold: Collection[str]) -> str | N
 
 # ---- all metrics of one (question, system, level) ------------------------------------------
 def score_ranking(
-    ranking: Sequence[str] | Ranked, in_context: Iterable[str] | Ranked, gold: Collection[str]
+    ranking: Sequence[str] | Ranked,
+    in_context: Iterable[str] | Ranked,
+    gold: Collection[str],
+    ks: Sequence[int] = K_VALUES,
 ) -> dict[str, float]:
-    """Every metric column (``METRIC_COLUMNS``) for one ranking against non-empty ``gold``."""
+    """Every metric column (``metric_columns(ks)``) for one ranking against non-empty ``gold``."""
     scores: dict[str, float] = {}
-    for k in K_VALUES:
+    for k in ks:
         scores[metric_column(RECALL_ANY, k)] = recall_any_at_k(ranking, gold, k)
         scores[metric_column(RECALL_ALL, k)] = recall_all_at_k(ranking, gold, k)
         scores[metric_column(NDCG_ANY, k)] = ndcg_any_at_k(ranking, gold, k)

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from pipeline.metrics.retrieval import K_VALUES, metric_column
+from pipeline.metrics.retrieval import metric_column
 from pipeline.report.definitions import reader_display
 
 Row = dict[str, Any]
@@ -40,9 +40,9 @@ def type_label(row: Row) -> str:
 
 
 def _yerr(row: Row) -> tuple[float, float]:
-    """Wilson half-widths below/above the value (none for mean-score metrics)."""
-    value, lo, hi = row.get("headline_value"), row.get("wilson_low"), row.get("wilson_high")
-    if row.get("aggregate") != "accuracy" or value is None or lo is None or hi is None:
+    """95 % interval half-widths below/above the value (Wilson, or bootstrap for mean scores)."""
+    value, lo, hi = row.get("headline_value"), row.get("ci_low"), row.get("ci_high")
+    if value is None or lo is None or hi is None:
         return 0.0, 0.0
     return max(0.0, value - lo), max(0.0, hi - value)
 
@@ -68,7 +68,7 @@ def accuracy_by_type(rows: Sequence[Row], title: str) -> str:
         ax.bar(xs, ys, width=width, yerr=[lo, hi], capsize=3, label=name)
     ax.set_xticks(range(len(types)), types, rotation=20, ha="right")
     ax.set_ylim(0, 1.05)
-    ax.set_ylabel("value (error bars: Wilson 95 %)")
+    ax.set_ylabel("value (error bars: 95 % interval)")
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
@@ -87,7 +87,7 @@ def accuracy_vs_context(rows: Sequence[Row], title: str) -> str:
         ax.annotate(r["system"], (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
     ax.set_xscale("symlog", linthresh=100)
     ax.set_xlabel("mean context tokens per question (regex_word_punct)")
-    ax.set_ylabel("value (error bars: Wilson 95 %)")
+    ax.set_ylabel("value (error bars: 95 % interval)")
     ax.set_ylim(0, 1.05)
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -95,16 +95,25 @@ def accuracy_vs_context(rows: Sequence[Row], title: str) -> str:
     return to_base64_png(fig)
 
 
+def ks_in(rows: Sequence[Row], metric: str) -> list[int]:
+    """The cut-offs k the rows hold for ``metric`` (a config's retrieval_k), ascending."""
+    prefix = f"{metric}_at_"
+    return sorted(
+        {int(c[len(prefix) :]) for r in rows for c in r if c.startswith(prefix) and c[len(prefix) :].isdigit()}
+    )
+
+
 def recall_at_k(rows: Sequence[Row], metric: str, title: str) -> str:
     """A retrieval metric against k (one line per system), all question types pooled."""
+    ks = ks_in(rows, metric)
     fig, ax = plt.subplots(figsize=(7.0, 4.0))
     for r in sorted(rows, key=lambda r: r["system"]):
-        ys = [r.get(metric_column(metric, k)) for k in K_VALUES]
-        pts = [(k, y) for k, y in zip(K_VALUES, ys, strict=True) if y is not None]
+        ys = [r.get(metric_column(metric, k)) for k in ks]
+        pts = [(k, y) for k, y in zip(ks, ys, strict=True) if y is not None]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{r['system']} (n={r['n_scored']})")
     ax.set_xscale("log")
-    ax.set_xticks(list(K_VALUES), [str(k) for k in K_VALUES])
+    ax.set_xticks(list(ks), [str(k) for k in ks])
     ax.set_xlabel("k")
     ax.set_ylabel(f"{metric}@k")
     ax.set_ylim(0, 1.05)

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.metrics.retrieval import (
+    K_VALUES,
     LEVELS,
-    METRIC_COLUMNS,
     OUTCOME_RETRIEVAL_FAILED,
     OUTCOME_SCORED,
     PROTOCOL_LONGMEMEVAL,
@@ -34,6 +34,7 @@ from pipeline.metrics.retrieval import (
     evidence_gold,
     exclusion,
     lme_gold,
+    metric_columns,
     ranking_at,
     score_ranking,
 )
@@ -44,27 +45,32 @@ from resources.storage import ResultStore
 TABLE = "retrieval_metrics"
 UNKNOWN_TYPE = "(unknown)"
 
-RETRIEVAL_METRICS_SCHEMA = pa.schema(
-    [
-        ("dataset", pa.string()),
-        ("partition_key", pa.string()),
-        ("question_id", pa.string()),
-        ("type_raw", pa.string()),
-        ("type_name", pa.string()),
-        ("system", pa.string()),
-        ("system_kind", pa.string()),
-        ("level", pa.string()),
-        ("gold_protocol", pa.string()),
-        ("outcome", pa.string()),
-        ("error", pa.string()),
-        ("n_gold", pa.int64()),
-        ("n_ranked", pa.int64()),
-        ("n_context_units", pa.int64()),
-        ("context_tokens", pa.int64()),
-        ("retrieval_latency_s", pa.float64()),
-    ]
-    + [(c, pa.float64()) for c in METRIC_COLUMNS]
-)
+_BASE_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("dataset", pa.string()),
+    ("partition_key", pa.string()),
+    ("question_id", pa.string()),
+    ("type_raw", pa.string()),
+    ("type_name", pa.string()),
+    ("system", pa.string()),
+    ("system_kind", pa.string()),
+    ("level", pa.string()),
+    ("gold_protocol", pa.string()),
+    ("outcome", pa.string()),
+    ("error", pa.string()),
+    ("n_gold", pa.int64()),
+    ("n_ranked", pa.int64()),
+    ("n_context_units", pa.int64()),
+    ("context_tokens", pa.int64()),
+    ("retrieval_latency_s", pa.float64()),
+]
+
+
+def metrics_schema(ks: Sequence[int] = K_VALUES) -> pa.Schema:
+    """The table's schema for cut-offs ``ks`` (one column per metric and k)."""
+    return pa.schema(_BASE_FIELDS + [(c, pa.float64()) for c in metric_columns(ks)])
+
+
+RETRIEVAL_METRICS_SCHEMA = metrics_schema(K_VALUES)
 
 _RETRIEVALS_SQL = """
 SELECT partition_key, question_id, unit AS system, system_kind, status, error,
@@ -88,10 +94,10 @@ METRICS_VERSION = 2  # 2: LongMemEval's official turn->session conversion; sessi
 _INPUT_TABLES = ("questions", "turns", "evidence")
 
 
-def input_fingerprint(store: ResultStore, dataset: str, protocol: str) -> str:
+def input_fingerprint(store: ResultStore, dataset: str, protocol: str, ks: Sequence[int] = K_VALUES) -> str:
     """Hash of what ``dataset``'s metric table is computed from: every retrieval file of the
     dataset and its canonical questions / turns / evidence (path, size, mtime), the gold
-    protocol and METRICS_VERSION.
+    protocol, the cut-offs ``ks`` and METRICS_VERSION.
 
     Why: recomputing the metrics of thousands of questions takes most of an otherwise free
     re-run; files are only ever replaced by atomic rename, so an unchanged (size, mtime) set
@@ -99,7 +105,7 @@ def input_fingerprint(store: ResultStore, dataset: str, protocol: str) -> str:
     """
     files = sorted((store.parquet_root / "retrievals").glob(f"{dataset}__*.parquet"))
     files += [store.canonical_path(dataset, t) for t in _INPUT_TABLES]
-    h = hashlib.sha256(f"{METRICS_VERSION}|{protocol}".encode())
+    h = hashlib.sha256(f"{METRICS_VERSION}|{protocol}|k={','.join(map(str, ks))}".encode())
     for f in files:
         st = f.stat() if f.exists() else None
         h.update(f"|{f.name}:{st.st_size if st else -1}:{st.st_mtime_ns if st else -1}".encode())
@@ -159,7 +165,12 @@ def _units_total(notes: str | None) -> int | None:
 
 
 def metric_rows(
-    retrieval: Mapping[str, Any], question: QuestionInfo | None, gold: Gold, protocol: str, dataset: str
+    retrieval: Mapping[str, Any],
+    question: QuestionInfo | None,
+    gold: Gold,
+    protocol: str,
+    dataset: str,
+    ks: Sequence[int] = K_VALUES,
 ) -> list[dict[str, Any]]:
     """The rows (one per level) of one retrievals row: scored, excluded or failed."""
     units = _units(retrieval.get("units"))
@@ -191,23 +202,26 @@ def metric_rows(
             "retrieval_latency_s": retrieval.get("retrieval_latency_s"),
         }
         if outcome == OUTCOME_SCORED:
-            row.update(score_ranking(ranking, ranking_at(level, kept, gold), gold_ids))
+            row.update(score_ranking(ranking, ranking_at(level, kept, gold), gold_ids, ks))
         rows.append(row)
     return rows
 
 
-def build_dataset_table(con: duckdb.DuckDBPyConnection, dataset: str, protocol: str) -> pa.Table:
-    """All metric rows of one dataset (empty table when it has no retrievals yet)."""
+def build_dataset_table(
+    con: duckdb.DuckDBPyConnection, dataset: str, protocol: str, ks: Sequence[int] = K_VALUES
+) -> pa.Table:
+    """All metric rows of one dataset at cut-offs ``ks`` (empty table when it has no retrievals yet)."""
+    schema = metrics_schema(ks)
     if "retrievals" not in view_names(con):
-        return RETRIEVAL_METRICS_SCHEMA.empty_table()
+        return schema.empty_table()
     questions = load_questions(con, dataset) if "questions" in view_names(con) else {}
     gold = load_gold(con, dataset, protocol)
     empty = Gold(frozenset(), frozenset())
     rows: list[dict[str, Any]] = []
     for r in query_rows(con, _RETRIEVALS_SQL, [dataset]):
         key = r["partition_key"]
-        rows += metric_rows(r, questions.get(key), gold.get(key, empty), protocol, dataset)
-    return pa.Table.from_pylist(rows, schema=RETRIEVAL_METRICS_SCHEMA)
+        rows += metric_rows(r, questions.get(key), gold.get(key, empty), protocol, dataset, ks)
+    return pa.Table.from_pylist(rows, schema=schema)
 
 
 def outcome_counts(table: pa.Table) -> dict[str, int]:

@@ -30,10 +30,13 @@ Views:
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 import duckdb
 
 from pipeline.catalog_views import register_view_creator
-from pipeline.metrics.retrieval import METRIC_COLUMNS
+from pipeline.metrics.retrieval import EVIDENCE_RECALL_CONTEXT, METRIC_COLUMN_RE, METRIC_COLUMNS
 from pipeline.metrics.stats import BOOTSTRAP_95, WILSON_95, install_macros
 
 ALL_TYPES = "(all)"
@@ -63,8 +66,15 @@ def headline_column(level: str, column: str) -> str:
     return f"retr_{level}_{column}"
 
 
-def _retrieval_report_sql() -> str:
-    metrics = ",\n  ".join(f"avg({c}) AS {c}" for c in METRIC_COLUMNS)
+def present_metric_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Metric columns of the ``retrieval_metrics`` table in order (k set by the config's retrieval_k)."""
+    cols = [r[0] for r in con.execute("SELECT column_name FROM (DESCRIBE retrieval_metrics)").fetchall()]
+    ranked = [c for c in cols if re.match(METRIC_COLUMN_RE, c)]
+    return ranked + [c for c in cols if c == EVIDENCE_RECALL_CONTEXT]
+
+
+def _retrieval_report_sql(columns: Sequence[str] = METRIC_COLUMNS) -> str:
+    metrics = ",\n  ".join(f"avg({c}) AS {c}" for c in columns)
     return f"""
 CREATE OR REPLACE VIEW retrieval_report AS
 SELECT dataset, system, level,
@@ -175,13 +185,16 @@ def _aggregates_cte() -> str:
     return "SELECT * FROM (VALUES " + ", ".join(rows) + ") t(metric, aggregate)"
 
 
-def _retrieval_headline_cte(has_metrics: bool) -> str:
+def _retrieval_headline_cte(has_metrics: bool, present: Sequence[str] = METRIC_COLUMNS) -> str:
+    """Headline retrieval columns per (dataset, system); NULL where the configured k lacks one."""
     cols = [headline_column(level, col) for level, col in HEADLINE_RETRIEVAL]
     if not has_metrics:
         nulls = ", ".join(f"NULL::DOUBLE AS {c}" for c in cols)
         return f"SELECT NULL::VARCHAR AS dataset, NULL::VARCHAR AS system, {nulls} WHERE false"
     avgs = ", ".join(
         f"avg({col}) FILTER (WHERE level = '{level}') AS {headline_column(level, col)}"
+        if col in present
+        else f"NULL::DOUBLE AS {headline_column(level, col)}"
         for level, col in HEADLINE_RETRIEVAL
     )
     return f"SELECT dataset, system, {avgs} FROM retrieval_metrics WHERE outcome = 'scored' GROUP BY ALL"
@@ -198,7 +211,7 @@ def _dataset_questions_cte(has_failures: bool) -> str:
     )
 
 
-def _accuracy_report_sql(has_retrieval: bool, has_failures: bool) -> str:
+def _accuracy_report_sql(has_retrieval: bool, has_failures: bool, present: Sequence[str] = METRIC_COLUMNS) -> str:
     retr_cols = ", ".join(f"r.{headline_column(lv, c)}" for lv, c in HEADLINE_RETRIEVAL)
     return f"""
 CREATE OR REPLACE VIEW accuracy_report AS
@@ -209,7 +222,7 @@ WITH agg AS (
 ag AS ({_aggregates_cte()}),{_RATED},
 ans AS ({ANSWER_STATS_SQL}),
 nq AS ({_dataset_questions_cte(has_failures)}),
-r AS ({_retrieval_headline_cte(has_retrieval)})
+r AS ({_retrieval_headline_cte(has_retrieval, present)})
 SELECT agg.dataset, agg.system, agg.reader, agg.reader_label, agg.judge, agg.metric,{_RATES},
   mean_score, n_scored, n_correct, n_failed_answer, n_failed_judgment, n_invalid, n_excluded,
   n_judgments, nq.n_dataset_questions, nq.n_dataset_questions - n_judgments AS n_missing,
@@ -366,7 +379,7 @@ def create_retrieval_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> 
     """``retrieval_report`` over the ``retrieval_metrics`` table (skipped until it exists)."""
     if "retrieval_metrics" not in tables:
         return []
-    con.execute(_retrieval_report_sql())
+    con.execute(_retrieval_report_sql(present_metric_columns(con)))
     return ["retrieval_report"]
 
 
@@ -380,7 +393,9 @@ def create_accuracy_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> l
     if "judgments" not in tables:
         return ["mc_confusion"]
     con.execute(JUDGMENT_OUTCOMES_SQL)
-    con.execute(_accuracy_report_sql("retrieval_metrics" in tables, "load_failures" in tables))
+    has_retrieval = "retrieval_metrics" in tables
+    present = present_metric_columns(con) if has_retrieval else []
+    con.execute(_accuracy_report_sql(has_retrieval, "load_failures" in tables, present))
     con.execute(_accuracy_by_type_sql())
     con.execute(PAIRED_COMPARISONS_SQL)
     con.execute(JUDGE_AGREEMENT_SQL)
