@@ -155,8 +155,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             f"{run_a} and {run_b}"
         )
     sys.stdout.write(compare.text_report(result) + "\n")
-    if args.html:
-        path = compare.write_html(result, Path(args.html))
+    if args.html is not None:
+        path = compare.write_html(result, Path(args.html) if args.html else compare.default_html_path(result))
         sys.stdout.write(f"\nwritten: {path}\n")
     return 0
 
@@ -202,7 +202,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_cmp.add_argument("run_a", metavar="RUN_A")
     p_cmp.add_argument("run_b", metavar="RUN_B")
-    p_cmp.add_argument("--html", help="also write the comparison as a static HTML page to this path")
+    p_cmp.add_argument(
+        "--html",
+        nargs="?",
+        const="",
+        help="also write it as a static page (default path: RUN_B/compare/<RUN_A folder name>.html, "
+        "linked from RUN_B's report.html)",
+    )
     p_cmp.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the pinned one)")
     p_cmp.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 1000)")
     return parser

@@ -51,6 +51,7 @@ class ReportData:
     definitions: dict[str, str]
     judge_metrics: dict[str, str]
     datasets: list[str] = field(default_factory=list)
+    comparisons: list[str] = field(default_factory=list)  # compare/*.html pages (membench compare --html)
 
     def rows(self, section: str) -> list[dict[str, Any]]:
         return self.sections.get(section, [])
@@ -110,6 +111,7 @@ def collect(store: ResultStore) -> ReportData:
         definitions=dict(REPORT_DEFINITIONS),
         judge_metrics=judge_metric_definitions(),
         datasets=datasets,
+        comparisons=sorted(p.relative_to(store.root).as_posix() for p in (store.root / "compare").glob("*.html")),
     )
 
 

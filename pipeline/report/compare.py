@@ -207,6 +207,14 @@ run only (not compared).</p>
 """
 
 
+COMPARE_DIR = "compare"  # under RUN_B: its report.html links every page found here
+
+
+def default_html_path(result: CompareResult) -> Path:
+    """``RUN_B/compare/<RUN_A folder name>.html``."""
+    return result.run_b / COMPARE_DIR / f"{result.run_a.name or 'run_a'}.html"
+
+
 def write_html(result: CompareResult, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(result), encoding="utf-8")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import html
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pipeline.metrics.retrieval import RECALL_ANY
@@ -330,6 +331,14 @@ def overview_section(data: ReportData, dataset: str) -> str:
     return "\n".join(parts)
 
 
+def compare_links(data: ReportData) -> str:
+    """Links to the paired comparisons with other runs (``membench compare OTHER THIS --html``)."""
+    if not data.comparisons:
+        return ""
+    links = "".join(f'<li><a href="{esc(rel)}">{esc(Path(rel).stem)}</a></li>' for rel in data.comparisons)
+    return f"<h2>Compared with other runs</h2><ul>{links}</ul>"
+
+
 def definitions_section(data: ReportData) -> str:
     rows = [{"name": k, "definition": v} for k, v in data.definitions.items()]
     rows += [{"name": k, "definition": v} for k, v in sorted(data.judge_metrics.items())]
@@ -360,6 +369,7 @@ below it n = scored questions; failed answers/judgments are counted apart, never
 Same numbers in SQL: <code>membench sql "{esc(data.example_sql)}"</code></p>
 {offline_note}
 {"".join(overview_section(data, d) for d in data.datasets)}
+{compare_links(data)}
 {definitions_section(data)}"""
     return page("membench report", body, "")
 
