@@ -141,7 +141,7 @@ UNIQUE_KEYS: dict[str, tuple[str, ...]] = {
     "turns": ("turn_id",),
     "haystacks": ("haystack_id", "position"),
 }
-VALIDATE_BATCH_ROWS = 20_000
+VALIDATE_BATCH_ROWS = 5_000  # measured on 1.5 M turns: 530 MB peak at 5k rows, 660 MB at 20k, same time
 MAX_FAILURE_CASES = 20
 
 
