@@ -26,6 +26,7 @@ from pipeline.config import BenchmarkConfig
 from pipeline.llm_protocol import is_unreachable
 from pipeline.partitions import dataset_of
 from pipeline.progress import Progress
+from pipeline.record_hash import failure_hash, question_hashes
 from resources.storage import ResultStore
 
 STATUS_OK = "ok"
@@ -37,6 +38,7 @@ STATUS_FIELDS: list[pa.Field] = [
     pa.field("question_id", pa.string()),
     pa.field("unit", pa.string()),
     pa.field("config_hash", pa.string()),
+    pa.field("record_hash", pa.string()),
     pa.field("status", pa.string()),
     pa.field("error", pa.string()),
     pa.field("duration_s", pa.float64()),
@@ -58,6 +60,7 @@ class WorkItem:
     dataset: str
     question_id: str
     units: tuple[UnitSpec, ...]
+    record_hash: str = ""  # content of the question's canonical record (pipeline/record_hash.py)
 
 
 @dataclass(frozen=True)
@@ -80,25 +83,32 @@ UnitsFor = Callable[[str], list[UnitSpec]]
 
 @dataclass(frozen=True)
 class QuestionIndex:
-    """The questions a run covers: key -> (dataset, question_id, load failure message or None)."""
+    """The questions a run covers: key -> (dataset, question_id, load failure message or None, record hash).
 
-    rows: dict[str, tuple[str, str, str | None]]
+    Why the record hash: a unit is done only for the record it was computed from, so editing a gold
+    answer or a question recomputes that question's units, and a record that became invalid does not
+    keep results computed from its earlier, valid form.
+    """
+
+    rows: dict[str, tuple[str, str, str | None, str]]
 
     @classmethod
     def from_store(cls, store: ResultStore, cfg: BenchmarkConfig) -> QuestionIndex:
-        rows: dict[str, tuple[str, str, str | None]] = {}
+        rows: dict[str, tuple[str, str, str | None, str]] = {}
         for ds in cfg.datasets:
             q = store.read_canonical(ds.name, "questions")
             if q is not None:
+                hashes = question_hashes(q, store.read_canonical(ds.name, "haystacks"))
                 for key, qid in zip(
                     q.column("partition_key").to_pylist(), q.column("question_id").to_pylist(), strict=True
                 ):
-                    rows[key] = (ds.name, qid, None)
+                    rows[key] = (ds.name, qid, None, hashes[key])
             f = store.read_canonical(ds.name, "load_failures")
             if f is not None:
                 for rec in f.to_pylist():
                     if rec["partition_key"]:
-                        rows[rec["partition_key"]] = (ds.name, rec["record_id"], rec["message"])
+                        message = rec["message"]
+                        rows[rec["partition_key"]] = (ds.name, rec["record_id"], message, failure_hash(message))
         return cls(rows)
 
 
@@ -106,13 +116,14 @@ def stage_schema(payload_schema: pa.Schema) -> pa.Schema:
     return pa.schema(STATUS_FIELDS + list(payload_schema))
 
 
-def _done_units(existing: pa.Table | None) -> set[tuple[str, str]]:
-    if existing is None:
+def _done_units(existing: pa.Table | None, record_hash: str) -> set[tuple[str, str]]:
+    """(unit, config hash) pairs stored ok for this version of the record (older files: none)."""
+    if existing is None or "record_hash" not in existing.column_names:
         return set()
     return {
         (r["unit"], r["config_hash"])
-        for r in existing.select(["unit", "config_hash", "status"]).to_pylist()
-        if r["status"] == STATUS_OK
+        for r in existing.select(["unit", "config_hash", "record_hash", "status"]).to_pylist()
+        if r["status"] == STATUS_OK and r["record_hash"] == record_hash
     }
 
 
@@ -135,6 +146,7 @@ def _rows(item: WorkItem, results: list[UnitResult]) -> list[dict[str, Any]]:
             "question_id": item.question_id,
             "unit": r.unit,
             "config_hash": r.config_hash,
+            "record_hash": item.record_hash,
             "status": r.status,
             "error": r.error,
             "duration_s": r.duration_s,
@@ -239,9 +251,9 @@ class QuestionStage:
                 spec = [UnitSpec(f"{self.stage}", "-")]
                 broken.append((WorkItem(key, dataset, key, tuple(spec)), self._missing_record(key)))
                 continue
-            dataset, qid, load_error = row
+            dataset, qid, load_error, record_hash = row
             existing = self.store.read_partition(self.stage, key)
-            done = _done_units(existing)
+            done = _done_units(existing, record_hash)
             missing = tuple(u for u in self.units_for(dataset) if (u.unit, u.config_hash) not in done)
             if not missing:
                 self.outcome.keys_already_done += 1
@@ -249,7 +261,7 @@ class QuestionStage:
                 if error is not None:  # a stored row of a unit no longer configured
                     self.outcome.failed[key] = error
                 continue
-            item = WorkItem(key, dataset, qid, missing)
+            item = WorkItem(key, dataset, qid, missing, record_hash)
             if load_error:
                 broken.append((item, f"canonical record invalid: {load_error}"))
             else:

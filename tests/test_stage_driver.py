@@ -60,7 +60,14 @@ def setup(tmp_path: Path) -> tuple[BenchmarkResource, Path]:
     keys = [f"d__q{i}" for i in range(4)]
     store.write(
         store.canonical_path("d", "questions"),
-        pa.table({"dataset": ["d"] * 4, "partition_key": keys, "question_id": [f"q{i}" for i in range(4)]}),
+        pa.table(
+            {
+                "dataset": ["d"] * 4,
+                "partition_key": keys,
+                "question_id": [f"q{i}" for i in range(4)],
+                "question": [f"text {i}" for i in range(4)],
+            }
+        ),
     )
     store.write(
         store.canonical_path("d", "load_failures"),
@@ -144,3 +151,38 @@ def test_dead_endpoint_stops_the_stage_with_one_error(
     assert len(skipped) == not_attempted
     assert (outcome.stopped is not None) == (not_attempted > 0)
     assert set(outcome.failed) == {r["partition_key"] for r in errors}  # every unattempted one is failed too
+
+
+def _rewrite_questions(res: BenchmarkResource, texts: dict[str, str], drop: str | None = None) -> None:
+    store = res.store()
+    table = store.read_canonical("d", "questions").to_pylist()  # type: ignore[union-attr]
+    rows = [
+        {**r, "question": texts.get(r["partition_key"], r["question"])} for r in table if r["partition_key"] != drop
+    ]
+    store.write(store.canonical_path("d", "questions"), pa.Table.from_pylist(rows))
+
+
+def test_an_edited_record_recomputes_only_its_question(setup: tuple[BenchmarkResource, Path]) -> None:
+    res, _ = setup
+    run_stage(res, KEYS[:4])
+    CALLS.clear()
+    _rewrite_questions(res, {"d__q1": "an edited question"})
+    again = run_stage(res, KEYS[:4])
+    assert CALLS == ["d__q1/sys_a", "d__q1/sys_b"] and again.keys_already_done == 3
+    rows = res.store().query("SELECT count(*) AS n FROM answers WHERE partition_key = 'd__q1'").to_pylist()
+    assert rows == [{"n": 2}]  # replaced, not duplicated
+
+
+def test_a_record_that_became_invalid_loses_its_old_results(setup: tuple[BenchmarkResource, Path]) -> None:
+    res, _ = setup
+    run_stage(res, KEYS[:4])
+    store = res.store()
+    _rewrite_questions(res, {}, drop="d__q3")
+    failures = store.read_canonical("d", "load_failures").to_pylist()  # type: ignore[union-attr]
+    bad = {**failures[0], "record_id": "q3", "partition_key": "d__q3", "message": "x record 3 (q3): bad answer"}
+    store.write(store.canonical_path("d", "load_failures"), pa.Table.from_pylist([*failures, bad]))
+    CALLS.clear()
+    outcome = run_stage(res, KEYS[:4])
+    assert CALLS == [] and "bad answer" in outcome.failed["d__q3"]
+    rows = store.query("SELECT status FROM answers WHERE partition_key = 'd__q3'").to_pylist()
+    assert rows == [{"status": "failed"}, {"status": "failed"}]  # no ok row survives from the valid record

@@ -41,7 +41,7 @@ from pipeline.readers.base import (
     retrieval_from_row,
 )
 from pipeline.records import QuestionRow
-from pipeline.stage import STATUS_OK, UnitResult, UnitSpec, WorkItem, timed
+from pipeline.stage import STATUS_FAILED, STATUS_OK, UnitResult, UnitSpec, WorkItem, timed
 from resources.storage import ResultStore
 
 DEFAULT_READERS: tuple[ComponentConfig, ...] = (ComponentConfig(name="offline", kind="offline"),)
@@ -123,9 +123,19 @@ def answer_payload(unit: AnswerUnit, reader: Reader, answer: Answer, context_tok
     }
 
 
-def rows_by_unit(table: pa.Table | None) -> dict[str, dict[str, Any]]:
-    """A stage partition's rows keyed by unit (empty when the partition file does not exist)."""
-    return {} if table is None else {r["unit"]: r for r in table.to_pylist()}
+def rows_by_unit(table: pa.Table | None, record_hash: str | None = None) -> dict[str, dict[str, Any]]:
+    """A stage partition's rows keyed by unit (empty when the partition file does not exist).
+
+    A row computed from another version of the question's record (``record_hash`` differs) is
+    returned as failed-stale, so nothing downstream is computed from an outdated upstream row.
+    """
+    rows = {} if table is None else {r["unit"]: r for r in table.to_pylist()}
+    if record_hash:
+        for unit, r in rows.items():
+            if r.get("record_hash") not in (None, record_hash):
+                stale = "stale: computed from an earlier version of this question's record; run its stage again"
+                rows[unit] = {**r, "status": STATUS_FAILED, "error": stale}
+    return rows
 
 
 def upstream_error(
@@ -201,7 +211,7 @@ class AnswerRun:
     def answer_item(self, item: WorkItem) -> list[UnitResult]:
         corpus = self.corpus(item.dataset)
         question = corpus.question(item.partition_key)
-        rows = rows_by_unit(self.store.read_partition(RETRIEVALS, item.partition_key))
+        rows = rows_by_unit(self.store.read_partition(RETRIEVALS, item.partition_key), item.record_hash)
         units = self._dataset_units(item.dataset)
         return [self.answer_unit(units[s.unit], s, question, rows, corpus) for s in item.units]
 
