@@ -15,6 +15,7 @@ import dagster as dg
 from dagster import AssetExecutionContext
 
 from assets.layout import CANONICAL_TABLES, check_scope, key, prefix_of
+from pipeline.config import BenchmarkConfig
 from pipeline.datasets.convert import ConvertStats, convert_datasets
 from pipeline.datasets.crosscheck import CrosscheckResult, apply_mc10_crosscheck
 from pipeline.schemas import validate_table_file
@@ -148,8 +149,21 @@ def convert_all(context: AssetExecutionContext, benchmark: BenchmarkResource, kn
         yield validate(store, names, table, key(prefix, table))
 
 
-def build_canonical(prefix: str, partition_keys: list[str]) -> dg.AssetsDefinition:
-    """The canonical multi-asset of config ``prefix`` (one asset key per table)."""
+def raw_dataset_specs(prefix: str, cfg: BenchmarkConfig) -> list[dg.AssetSpec]:
+    """One external asset per raw dataset file: the start of the lineage in the UI."""
+    return [
+        dg.AssetSpec(
+            dg.AssetKey([prefix, "raw", ds.name]),
+            description=f"raw {ds.loader} file {ds.resolved_path(cfg.base_dir)} (read, never written, by membench)",
+            group_name=f"{prefix}_raw",
+            metadata={"path": dg.MetadataValue.path(str(ds.resolved_path(cfg.base_dir))), "loader": ds.loader},
+        )
+        for ds in cfg.datasets
+    ]
+
+
+def build_canonical(prefix: str, partition_keys: list[str], raw: list[dg.AssetKey]) -> dg.AssetsDefinition:
+    """The canonical multi-asset of config ``prefix`` (one asset key per table, all fed by the raw files)."""
     known = frozenset(partition_keys)
 
     def canonical(context: AssetExecutionContext, benchmark: BenchmarkResource) -> Iterator[Any]:
@@ -158,7 +172,7 @@ def build_canonical(prefix: str, partition_keys: list[str]) -> dg.AssetsDefiniti
     return dg.multi_asset(
         name=f"{prefix}__canonical",
         specs=[
-            dg.AssetSpec(key(prefix, t), description=_DESCRIPTIONS[t], group_name=f"{prefix}_canonical")
+            dg.AssetSpec(key(prefix, t), deps=raw, description=_DESCRIPTIONS[t], group_name=f"{prefix}_canonical")
             for t in CANONICAL_TABLES
         ],
         check_specs=[

@@ -33,7 +33,7 @@ def _run_steps(context: dg.AssetExecutionContext) -> set[str]:
     """The pipeline steps of this run (its asset selection, or every asset of its job)."""
     prefix = next(iter(context.selected_asset_keys)).path[0]
     selection = context.run.asset_selection or context.job_def.asset_layer.executable_asset_keys
-    return {step_of(k) for k in selection if k.path[0] == prefix}
+    return {step_of(k) for k in selection if k.path[0] == prefix and step_of(k) in PIPELINE_ORDER}
 
 
 def is_last_step(context: dg.AssetExecutionContext) -> bool:

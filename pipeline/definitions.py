@@ -20,7 +20,7 @@ import warnings
 
 import dagster as dg
 
-from assets.canonical import build_canonical
+from assets.canonical import build_canonical, raw_dataset_specs
 from assets.embeddings import build_embeddings
 from assets.layout import REPORTS, STAGES, key, run_tags
 from assets.reports import build_reports
@@ -64,8 +64,10 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
     prefix = cfg.config_name
     keys = partition_keys(cfg)
     parts = question_partitions(keys)
+    raw = raw_dataset_specs(prefix, cfg)
     assets = [
-        build_canonical(prefix, keys),
+        *raw,
+        build_canonical(prefix, keys, [r.key for r in raw]),
         build_embeddings(prefix),
         *build_stage_assets(prefix, parts, backfill_policy()),
         *build_reports(prefix, parts),
@@ -73,7 +75,7 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
     tags = _job_tags(cfg, keys)
     # the terminal shows INFO and up (stage progress bars, summaries), not every DEBUG engine event
     quiet = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-    everything = dg.AssetSelection.assets(*[k for a in assets for k in a.keys])
+    everything = dg.AssetSelection.assets(*[k for a in assets if isinstance(a, dg.AssetsDefinition) for k in a.keys])
     answering = [key(prefix, n) for n in ("answers", "judgments", REPORTS[1])]
     full_benchmark = dg.define_asset_job(
         "full_benchmark",
