@@ -27,6 +27,7 @@ from pipeline.llm_protocol import is_unreachable
 from pipeline.partitions import dataset_of
 from pipeline.progress import Progress
 from pipeline.record_hash import failure_hash, question_hashes
+from pipeline.stage_index import StageIndex
 from resources.storage import ResultStore
 
 STATUS_OK = "ok"
@@ -116,22 +117,18 @@ def stage_schema(payload_schema: pa.Schema) -> pa.Schema:
     return pa.schema(STATUS_FIELDS + list(payload_schema))
 
 
-def _done_units(existing: pa.Table | None, record_hash: str) -> set[tuple[str, str]]:
+def _done_units(rows: list[dict[str, Any]] | None, record_hash: str) -> set[tuple[str, str]]:
     """(unit, config hash) pairs stored ok for this version of the record (older files: none)."""
-    if existing is None or "record_hash" not in existing.column_names:
-        return set()
     return {
         (r["unit"], r["config_hash"])
-        for r in existing.select(["unit", "config_hash", "record_hash", "status"]).to_pylist()
-        if r["status"] == STATUS_OK and r["record_hash"] == record_hash
+        for r in rows or ()
+        if r["status"] == STATUS_OK and r.get("record_hash") is not None and r["record_hash"] == record_hash
     }
 
 
-def _first_failure(table: pa.Table | None) -> str | None:
+def _first_failure(rows: list[dict[str, Any]] | None) -> str | None:
     """The first stored failure's error, or None when every stored row is ok (the progress rule)."""
-    if table is None:
-        return None
-    for r in table.select(["status", "error"]).to_pylist():
+    for r in rows or ():
         if r["status"] == STATUS_FAILED:
             return r["error"] or "failed"
     return None
@@ -183,6 +180,7 @@ class StageOutcome:
     failed: dict[str, str] = field(default_factory=dict)  # key -> first error
     stopped: str | None = None  # why the stage stopped early (dead endpoint)
     written: list[str] = field(default_factory=list)  # keys whose file this run wrote
+    files_read: int = 0  # stored partition files opened to find what is done (the index saves the rest)
     seconds: float = 0.0
     preview: list[dict[str, Any]] = field(default_factory=list)
 
@@ -232,6 +230,7 @@ class QuestionStage:
         self.log = log
         self.stop_after_unreachable = stop_after_unreachable
         self.index = index if index is not None else QuestionIndex.from_store(store, cfg)
+        self.stored = StageIndex(store.parquet_root, stage)
         self.outcome = StageOutcome(stage)
 
     def _missing_record(self, key: str) -> str:
@@ -252,7 +251,7 @@ class QuestionStage:
                 broken.append((WorkItem(key, dataset, key, tuple(spec)), self._missing_record(key)))
                 continue
             dataset, qid, load_error, record_hash = row
-            existing = self.store.read_partition(self.stage, key)
+            existing = self.stored.rows_for(key)
             done = _done_units(existing, record_hash)
             missing = tuple(u for u in self.units_for(dataset) if (u.unit, u.config_hash) not in done)
             if not missing:
@@ -274,13 +273,14 @@ class QuestionStage:
         existing = self.store.read_partition(self.stage, item.partition_key)
         merged = _merge(existing, new, {r.unit for r in results})
         self.store.write_partition(self.stage, item.partition_key, merged)
+        self.stored.put(item.partition_key, merged)
         o = self.outcome
         o.written.append(item.partition_key)
         o.keys_computed += 1
         ok = sum(r.status == STATUS_OK for r in results)
         o.units_ok += ok
         o.units_failed += len(results) - ok
-        error = _first_failure(merged)
+        error = _first_failure(self.stored.rows[item.partition_key])
         if error is not None:
             o.failed[item.partition_key] = error
         if len(o.preview) < 10:
@@ -320,6 +320,8 @@ class QuestionStage:
         reason = f"not attempted: {self.outcome.stopped}" if self.outcome.stopped else "stage produced no result"
         for item in by_key.values():  # unattempted after a stop, or a compute bug: recorded as failures
             self.record(item, [UnitResult.failed(u, reason) for u in item.units])
+        self.stored.save()
+        self.outcome.files_read = self.stored.reads
         self.outcome.seconds = time.monotonic() - start
         return self.outcome
 

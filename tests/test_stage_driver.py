@@ -186,3 +186,29 @@ def test_a_record_that_became_invalid_loses_its_old_results(setup: tuple[Benchma
     assert CALLS == [] and "bad answer" in outcome.failed["d__q3"]
     rows = store.query("SELECT status FROM answers WHERE partition_key = 'd__q3'").to_pylist()
     assert rows == [{"status": "failed"}, {"status": "failed"}]  # no ok row survives from the valid record
+
+
+def test_a_rerun_reads_the_index_not_every_file(setup: tuple[BenchmarkResource, Path]) -> None:
+    res, _ = setup
+    store = res.store()
+    FAIL.add("d__q2")
+    first = run_stage(res, KEYS)
+    assert first.files_read == 0  # nothing stored yet
+    CALLS.clear()
+    again = run_stage(res, KEYS)  # q2 and q4 still failed: q2 recomputed, q4 recorded again
+    assert again.files_read == 0 and CALLS == ["d__q2/sys_a", "d__q2/sys_b"]
+
+    # a file changed behind the index (another run, a kill before the index was saved): read again
+    table = store.read_partition("answers", "d__q0")
+    store.write_partition("answers", "d__q0", table.slice(0, 1))  # type: ignore[union-attr]
+    CALLS.clear()
+    third = run_stage(res, KEYS)
+    assert third.files_read == 1 and "d__q0/sys_b" in CALLS  # the dropped unit is recomputed
+
+    # a damaged or missing index only costs reads, never correctness
+    index = store.parquet_root / "_index" / "answers.parquet"
+    index.write_bytes(b"not parquet")
+    CALLS.clear()
+    fourth = run_stage(res, KEYS)
+    assert fourth.files_read == 5 and CALLS == ["d__q2/sys_a", "d__q2/sys_b"]
+    assert set(fourth.failed) == {"d__q2", "d__q4"}
