@@ -43,13 +43,14 @@ SAMPLE = ROOT / "pipeline" / "sample_data" / "longmemeval_oracle_sample.json"
 
 
 def write_slice(path: Path, n: int) -> list[str]:
-    """``n`` questions in LongMemEval format: the sample's questions repeated with new ids."""
+    """``n`` questions in LongMemEval format: the sample's questions repeated with new ids and texts."""
     base = json.loads(SAMPLE.read_text())
     out = []
     for i in range(n):
         q = dict(base[i % len(base)])
         suffix = "_abs" if q["question_id"].endswith("_abs") else ""
         q["question_id"] = f"slice{i:04d}{suffix}"
+        q["question"] = f"{q['question']} (question {i})"  # unique prompts: the LLM cache must not answer
         out.append(q)
     path.write_text(json.dumps(out))
     return [f"lme__{q['question_id']}" for q in out]

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import dagster as dg
 import duckdb
@@ -102,7 +103,8 @@ def _assert_dagster_agrees(tmp_path: Path, config: Path, results: Path) -> None:
     """Partition status of every stage equals the progress view; the killed run is marked failed."""
     load_config.cache_clear()
     keys = partition_keys(load_config(str(config)))
-    with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+    home = str(tmp_path / "dagster_home")
+    with mock.patch.dict(os.environ, {"DAGSTER_HOME": home}), dg.DagsterInstance.from_config(home) as instance:
         store = ResultStore(results_dir=str(results))
         assert status_mismatches(instance, "sample", keys, store) == []
         runs = instance.get_runs()
