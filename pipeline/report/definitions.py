@@ -10,7 +10,14 @@ from pipeline.metrics.agreement import COHEN_KAPPA
 from pipeline.metrics.agreement import DEFINITION as KAPPA_DEFINITION
 from pipeline.metrics.locomo_evidence import DEFINITIONS as LOCOMO_EVIDENCE_DEFINITIONS
 from pipeline.metrics.retrieval import METRIC_DEFINITIONS as RETRIEVAL_DEFINITIONS
-from pipeline.metrics.stats import P95, PERCENTILE_METHOD, Z_95
+from pipeline.metrics.stats import (
+    BOOTSTRAP_95,
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    P95,
+    PERCENTILE_METHOD,
+    Z_95,
+)
 
 OFFLINE_LABEL = "offline (no LLM)"
 
@@ -20,7 +27,16 @@ REPORT_DEFINITIONS: dict[str, str] = {
         "excluded questions are NOT in the denominator (never counted as wrong); invalid MC replies are "
         "scored wrong and also counted in n_invalid."
     ),
-    "wilson_95": f"Wilson score interval for accuracy, z = {Z_95:.6f} (two-sided 95 %).",
+    "wilson_95": f"Wilson score interval for accuracy, z = {Z_95:.6f} (two-sided 95 %); binary metrics only.",
+    BOOTSTRAP_95: (
+        f"95 % interval of a mean score (e.g. locomo_f1): the 2.5 % and 97.5 % linear percentiles of the means of "
+        f"{BOOTSTRAP_RESAMPLES} resamples drawn with replacement, seed {BOOTSTRAP_SEED} (a counter-based generator "
+        "shared by Python and the DuckDB macro bootstrap_mean_ci, so results.json and SQL agree)."
+    ),
+    "paired bootstrap": (
+        "for two systems (or two runs) on the same questions: the bootstrap above over the per-question score "
+        "differences; p = min(1, 2 * min(share of resampled mean differences <= 0, share >= 0))."
+    ),
     "mean_score": "mean of the judge's score over scored questions (e.g. token F1 for locomo_f1).",
     "headline_value": "accuracy, or mean_score for judge metrics whose aggregate is mean_score (locomo_f1).",
     "n_failed_answer": "questions whose answer failed (reader error); reported apart, retried next run.",
