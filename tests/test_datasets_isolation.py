@@ -174,3 +174,16 @@ def test_crash_between_the_two_renames_is_recovered(store: ResultStore, tmp_path
     stats = convert_dataset(good, store, _noop)
     assert stats.skipped and pq.read_table(target / "questions.parquet").equals(before)
     assert list(staging.iterdir()) == []
+
+
+def test_question_totals_count_records_without_an_id(store: ResultStore, tmp_path: Path) -> None:
+    from pipeline.report.views import _dataset_questions_cte
+
+    records: list[Any] = lme_records(3)
+    records[2] = "not a record"
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(records))
+    convert_dataset(DatasetConfig(name="ds", loader="longmemeval", path=str(path)), store, _noop)
+    with store.connect() as con:
+        totals = con.execute(_dataset_questions_cte(has_failures=True)).fetchall()
+    assert totals == [("ds", 3)]  # 2 questions + the record whose id could not be read
