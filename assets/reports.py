@@ -56,10 +56,10 @@ def retrieval_report(context: AssetExecutionContext, benchmark: BenchmarkResourc
             raise dg.Failure(f"no retrievals under {store.parquet_root}: materialize the retrievals asset first")
         for ds in cfg.datasets:
             protocol = gold_protocol(ds.loader)
-            fingerprint = input_fingerprint(store, ds.name, protocol)
+            fingerprint = input_fingerprint(store, ds.name, protocol, cfg.retrieval_k)
             table = stored_table_if_current(store, ds.name, fingerprint)
             if table is None:
-                table = build_dataset_table(con, ds.name, protocol)
+                table = build_dataset_table(con, ds.name, protocol, cfg.retrieval_k)
                 store.write(table_path(store, ds.name), table)
                 fingerprint_path(store, ds.name).write_text(fingerprint)
             else:

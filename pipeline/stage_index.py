@@ -49,11 +49,10 @@ class StageIndex:
         self._scan()
 
     def _scan(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            with os.scandir(self.dir) as entries:
-                for e in entries:
-                    if e.name.endswith(".parquet") and not e.name.startswith("."):
-                        self.files[e.name[: -len(".parquet")]] = _stamp(e.stat())
+        with contextlib.suppress(FileNotFoundError), os.scandir(self.dir) as entries:
+            for e in entries:
+                if e.name.endswith(".parquet") and not e.name.startswith("."):
+                    self.files[e.name[: -len(".parquet")]] = _stamp(e.stat())
         try:
             cached = pq.read_table(self.path).to_pylist()
         except (OSError, pa.ArrowException):

@@ -52,6 +52,7 @@ from pipeline.records import (
     QualityIssue,
     QuestionRow,
 )
+from pipeline.slicing import sliced
 from resources.storage import ResultStore, write_parquet_atomic
 
 MANIFEST = "_manifest.json"
@@ -255,6 +256,7 @@ def _source_manifest(ds: DatasetConfig, src: Path) -> dict[str, Any]:
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
         "limit": ds.limit,
+        "limit_per_type": ds.limit_per_type,
     }
 
 
@@ -334,18 +336,17 @@ def _swap_into_place(staging: Path, target: Path) -> None:
 
 
 def _limited(
-    records: Iterator[ParsedRecord], writer: _CanonicalWriter, limit: int | None, log: Callable[[str], None]
+    records: Iterator[ParsedRecord], writer: _CanonicalWriter, ds: DatasetConfig, log: Callable[[str], None]
 ) -> None:
+    """Write the dataset's slice (``limit`` / ``limit_per_type``, pipeline/slicing.py) of ``records``."""
     n = 0
     last = time.monotonic()
-    for rec in records:
+    for rec in sliced(records, ds.limit, ds.limit_per_type):
         if writer.add(rec):
             n += 1
         if time.monotonic() - last > PROGRESS_EVERY_S:
             last = time.monotonic()
             log(f"{writer.dataset}: {n} questions read")
-        if limit is not None and n >= limit:
-            break
 
 
 def convert_dataset(
@@ -373,7 +374,7 @@ def convert_dataset(
         writer = _CanonicalWriter(staging, ds.name, batch_rows)
         try:
             with contextlib.closing(loader(src, ds.name)) as records:
-                _limited(records, writer, ds.limit, log)
+                _limited(records, writer, ds, log)
         except BaseException:
             writer.abort()
             raise

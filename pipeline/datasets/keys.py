@@ -19,6 +19,7 @@ from pathlib import Path
 from pipeline.config import PROJECT_ROOT, BenchmarkConfig, DatasetConfig
 from pipeline.datasets.base import LOADERS, DatasetFileError
 from pipeline.datasets.convert import _source_manifest, _stored_keys, _up_to_date
+from pipeline.slicing import sliced
 
 KEYS_DIR = ".keys"
 
@@ -33,19 +34,15 @@ class DatasetKeys:
 
 
 def _scan(ds: DatasetConfig, src: Path) -> tuple[list[str], str | None]:
-    """Keys the canonical conversion would produce (same limit rule as ``convert._limited``)."""
+    """Keys the canonical conversion would produce (the same slice as ``convert._limited``)."""
     keys: list[str] = []
     try:
         with contextlib.closing(LOADERS.get(ds.loader)(src, ds.name)) as records:
-            for rec in records:
+            for rec in sliced(records, ds.limit, ds.limit_per_type):
                 if rec.question is not None:
                     keys.append(rec.question.partition_key)
                 elif rec.failure is not None and rec.failure.partition_key:
                     keys.append(rec.failure.partition_key)
-                else:
-                    continue
-                if ds.limit is not None and len(keys) >= ds.limit:
-                    break
     except DatasetFileError as exc:
         return keys, str(exc)
     return keys, None
