@@ -30,10 +30,9 @@ from pipeline.datasets.categories import (
     locomo_type_name,
     mc10_unverified_name,
 )
+from pipeline.families import FAMILY_LOCOMO, FAMILY_MC10, dataset_family
 from resources.storage import ResultStore, write_parquet_atomic
 
-LOCOMO_LOADER = "locomo"
-MC10_LOADER = "locomo_mc10"
 CROSSCHECK_TABLE = "mc10_crosscheck"
 
 CROSSCHECK_SCHEMA = pa.schema(
@@ -143,10 +142,10 @@ def apply_mc10_crosscheck(
     store: ResultStore, datasets: Sequence[DatasetConfig], log: Callable[[str], None]
 ) -> list[CrosscheckResult]:
     """Rewrite every configured MC10 dataset's type names from the configured LoCoMo datasets."""
-    locomo_names = tuple(d.name for d in datasets if d.loader == LOCOMO_LOADER)
+    locomo_names = tuple(d.name for d in datasets if dataset_family(d.loader) == FAMILY_LOCOMO)
     locomo = _locomo_questions(store, locomo_names)
     results = []
-    for ds in (d for d in datasets if d.loader == MC10_LOADER):
+    for ds in (d for d in datasets if dataset_family(d.loader) == FAMILY_MC10):
         questions = store.read_canonical(ds.name, "questions")
         if questions is None:
             raise FileNotFoundError(f"canonical questions of {ds.name!r} missing; convert it first")

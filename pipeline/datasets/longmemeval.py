@@ -37,6 +37,7 @@ from pipeline.datasets.fields import (
 )
 from pipeline.datasets.sessions import TurnSpec, build_session
 from pipeline.datasets.sources import iter_json_array
+from pipeline.families import is_abstention_id
 from pipeline.partitions import KeyRegistry
 from pipeline.records import (
     LEVEL_SESSION,
@@ -48,7 +49,6 @@ from pipeline.records import (
     SessionWithTurns,
 )
 
-ABSTENTION_SUFFIX = "_abs"
 ROLES = frozenset({"user", "assistant"})
 
 
@@ -86,7 +86,7 @@ def _parse_question(ctx: RecordContext, obj: Mapping[str, Any], qid: str, key: s
         correct_choice_index=None,
         question_date_raw=date_raw,
         question_date=_date(ctx, date_raw, "question_date"),
-        is_abstention=qid.endswith(ABSTENTION_SUFFIX),
+        is_abstention=is_abstention_id(qid),
         haystack_id=qid,
     )
     unique = tuple({s.session.session_key: s for s in sessions}.values())

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.config import BenchmarkConfig, ComponentConfig
+from pipeline.families import FAMILY_LOCOMO, FAMILY_LONGMEMEVAL, FAMILY_MC10, UnknownFamilyError, dataset_family
 from pipeline.judge_endpoint import judge_client
 from pipeline.readers.base import LLMClient
 from pipeline.records import QuestionRow
@@ -44,10 +45,10 @@ METRIC_MEM0_LOCOMO_JUDGE_STRICT = "mem0_locomo_judge_strict"
 AGG_ACCURACY = "accuracy"  # mean of ``correct`` over rows where it is not null
 AGG_MEAN_SCORE = "mean_score"  # mean of ``score``
 
-# dataset kinds (from the dataset's loader name, see dataset_kind)
-KIND_MC10 = "mc10"
-KIND_LOCOMO = "locomo"
-KIND_LONGMEMEVAL = "longmemeval"
+# dataset kinds = dataset families of the loaders (one rule: pipeline.families)
+KIND_MC10 = FAMILY_MC10
+KIND_LOCOMO = FAMILY_LOCOMO
+KIND_LONGMEMEVAL = FAMILY_LONGMEMEVAL
 
 DEFAULT_JUDGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # kind: (judges without an LLM, judges added when an LLM is configured)
@@ -143,18 +144,11 @@ def load_judges() -> Registry[JudgeSpec]:
 
 
 def dataset_kind(loader: str) -> str:
-    """Dataset kind from the configured loader name ("locomo_mc10" -> mc10, "longmemeval_s" -> ...)."""
-    name = loader.lower()
-    if "mc10" in name or name.endswith("_mc"):
-        return KIND_MC10
-    if "locomo" in name:
-        return KIND_LOCOMO
-    if "longmemeval" in name or name.startswith("lme"):
-        return KIND_LONGMEMEVAL
-    raise JudgeConfigError(
-        f"loader {loader!r}: cannot tell its dataset kind (expected a name containing "
-        "'mc10', 'locomo' or 'longmemeval'); judges are chosen per kind"
-    )
+    """Dataset kind from the configured loader name (pipeline.families.dataset_family)."""
+    try:
+        return dataset_family(loader)
+    except UnknownFamilyError as exc:
+        raise JudgeConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True)

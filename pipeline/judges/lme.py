@@ -15,6 +15,7 @@ Definition (pinned), routed in this order:
 
 from __future__ import annotations
 
+from pipeline.families import is_abstention_id
 from pipeline.judges.base import (
     AGG_ACCURACY,
     KIND_LONGMEMEVAL,
@@ -29,13 +30,12 @@ from pipeline.judges.base import (
 from pipeline.judges.text import ABSTENTION_PHRASES, normalize_plain, says_not_available
 from pipeline.records import QuestionRow
 
-ABSTENTION_SUFFIX = "_abs"
 TYPE_PREFERENCE = "single-session-preference"
 
 
 def is_lme_abstention(q: QuestionRow) -> bool:
     """LongMemEval's rule (evaluate_qa.py): an abstention question is marked by its id."""
-    return q.question_id.endswith(ABSTENTION_SUFFIX)
+    return is_abstention_id(q.question_id)
 
 
 def lme_gold(q: QuestionRow) -> str:

@@ -42,6 +42,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from pipeline.families import is_abstention_id, is_longmemeval
 from pipeline.records import LEVEL_SESSION, LEVEL_TURN, EvidenceRow
 
 K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
@@ -351,13 +352,13 @@ def lme_gold(evidence: Sequence[EvidenceRow], turns: Mapping[str, Sequence[TurnL
 
 
 def gold_protocol(loader: str) -> str:
-    """Which gold derivation a dataset uses, by its loader name (``longmemeval*`` -> LongMemEval)."""
-    return PROTOCOL_LONGMEMEVAL if loader.lower().startswith("longmemeval") else PROTOCOL_EVIDENCE
+    """Which gold derivation a dataset uses, by its loader's family (pipeline.families)."""
+    return PROTOCOL_LONGMEMEVAL if is_longmemeval(loader) else PROTOCOL_EVIDENCE
 
 
 def exclusion(protocol: str, question_id: str, gold: Collection[str]) -> str | None:
     """Why a question is not scored at a level (None = scored). Abstention wins over no-gold."""
-    if protocol == PROTOCOL_LONGMEMEVAL and question_id.endswith("_abs"):
+    if protocol == PROTOCOL_LONGMEMEVAL and is_abstention_id(question_id):
         return OUTCOME_EXCLUDED_ABSTENTION
     if not gold:
         return OUTCOME_EXCLUDED_NO_GOLD
