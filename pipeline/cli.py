@@ -128,15 +128,25 @@ def cmd_failed(args: argparse.Namespace) -> int:
         where = f" at stage {args.stage}" if args.stage else ""
         sys.stdout.write(f"no failed questions{where}\n")
         return 0
+    rerunnable = [k for k in keys if "#" not in k and "*" not in k]  # keyless / unreadable-file rows
     prefix = load_config(args.config).config_name
     stages = ",".join(f"{prefix}/{s}" for s in ("ingestion", "retrievals", "answers", "judgments"))
-    sys.stdout.write(
-        f"\n{len(keys)} failed question(s). Re-run them:\n"
-        "  all of them (with anything else not done), one run:  dagster job execute -j full_benchmark\n"
-        f"  one question:  dagster asset materialize --select '{stages}' --partition {keys[0]}\n"
+    lines = [
+        f"\n{len(keys)} failed question(s). Re-run them:",
+        "  all of them (with anything else not done), one run:  dagster job execute -j full_benchmark",
+    ]
+    if rerunnable:
+        lines.append(f"  one question:  dagster asset materialize --select '{stages}' --partition {rerunnable[0]}")
+    lines.append(
         f"  in the UI (dagster dev): asset group {prefix}_per_question > Materialize > partitions: failed "
-        "(a backfill, split into runs of $MEMBENCH_BACKFILL_CHUNK questions)\n"
+        "(a backfill, split into runs of $MEMBENCH_BACKFILL_CHUNK questions)"
     )
+    if len(rerunnable) < len(keys):
+        lines.append(
+            "  keys with '#' (a record without a readable id) or '*' (an unreadable file) have no partition: "
+            "fix the input file, then run again"
+        )
+    sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
 

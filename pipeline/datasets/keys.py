@@ -65,6 +65,9 @@ def dataset_keys(ds: DatasetConfig, parquet_root: Path, base_dir: Path = PROJECT
         if cached.get("input") == source:
             return DatasetKeys(ds.name, tuple(cached["keys"]), cached.get("error"))
     keys, error = _scan(ds, src)
+    if error is not None:  # the canonical asset keeps this dataset's earlier tables: keep their questions too
+        with contextlib.suppress(OSError, ValueError):
+            keys = list(dict.fromkeys([*keys, *_stored_keys(out)]))
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"input": source, "keys": keys, "error": error}))
