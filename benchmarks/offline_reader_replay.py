@@ -1,0 +1,128 @@
+"""Replay the answers stage's offline reader on a finished results folder, with a cold span cache.
+
+Why: the answers stage of configs/shared.yaml spent ~45 min in OfflineReader._free_form ->
+CachedEncoder.encode (issue 14 item 1). This replays exactly the reader work of a first run: every
+ok ``retrievals`` row of the folder, answered by the configured ``offline`` reader, on an embedding
+cache that holds only what exists when the answers stage starts in a first run (the unit texts the
+embeddings asset embeds and the question texts the retrievals embedded), copied to a temp folder.
+It prints wall / CPU time, texts that reached the model, encode calls, and whether every
+prediction equals the one stored in the folder's ``answers`` (``--no-compare`` to skip).
+
+    .venv/bin/python benchmarks/offline_reader_replay.py --config /tmp/x/speed_slice.yaml
+
+The results folder comes from the config (e.g. one written by benchmarks/speed_shared.py
+``--workdir``). Nothing in it is modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from assets.embeddings import collect_unit_texts
+from pipeline.config import load_config
+from pipeline.corpus import Corpus
+from pipeline.embedding_cache import EmbeddingCache, embeddings_dir, text_hash
+from pipeline.readers.base import ReaderDeps, ReadInput, build_reader, retrieval_from_row
+from pipeline.readers.run import session_dates
+from pipeline.store import ResultStore
+from resources.embeddings import CachedEncoder, EmbeddingResource
+
+
+def cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def cold_cache(source: EmbeddingCache, texts: list[str], target_root: Path) -> int:
+    """Copy the vectors of ``texts`` (those cached in ``source``) into a new cache; returns rows."""
+    hashes = [h for h in dict.fromkeys(text_hash(t) for t in texts) if h in source]
+    if hashes:
+        EmbeddingCache(target_root, source.model).put(hashes, source.get(hashes), retain=False)
+    return len(hashes)
+
+
+class CountingEncoder:
+    """The reader's encoder, counting encode calls and texts requested (the ``Encoder`` protocol)."""
+
+    def __init__(self, inner: CachedEncoder) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.calls = 0
+        self.texts = 0
+
+    def encode(self, texts: Any) -> Any:
+        self.calls += 1
+        self.texts += len(texts)
+        return self.inner.encode(texts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--reader", default="offline", help="reader name in the config")
+    parser.add_argument("--no-compare", action="store_true")
+    args = parser.parse_args()
+    cfg = load_config(args.config)
+    store = ResultStore(results_dir=str(cfg.resolved_results_dir()))
+    resource_ = EmbeddingResource.from_config(cfg.embeddings)
+    full = resource_.store_encoder(store)
+    rows = []
+    for path in sorted((store.parquet_root / "retrievals").glob("*.parquet")):
+        rows += [r for r in pq.read_table(path).to_pylist() if r["status"] == "ok"]
+    corpora = {ds.name: Corpus.load(store, ds.name) for ds in cfg.datasets}
+    questions = []
+    for corpus in corpora.values():
+        keys = corpus.keys()
+        questions += [corpus.question(k).question for k in keys]
+    stored: dict[tuple[str, str], Any] = {}
+    for path in sorted((store.parquet_root / "answers").glob("*.parquet")):
+        for r in pq.read_table(path).to_pylist():
+            if r["status"] == "ok" and r["reader"] == args.reader:
+                stored[(r["partition_key"], r["system"])] = r["prediction"]
+    rc = next(r for r in cfg.readers if r.name == args.reader)
+    with tempfile.TemporaryDirectory(prefix="membench-replay-") as tmp:
+        unit_texts = collect_unit_texts(store, cfg).texts
+        copied = cold_cache(full.cache, [*unit_texts, *questions], Path(tmp))
+        encoder = CountingEncoder(resource_.encoder(Path(tmp)))
+        reader = build_reader(rc.kind, rc.params, ReaderDeps(encoder=encoder))
+        _ = encoder.inner.model  # load before timing
+        before = encoder.inner.model.texts_encoded
+        wall, cpu = time.perf_counter(), cpu_s()
+        same, differ, kinds = 0, [], Counter()
+        for r in rows:
+            corpus = corpora[r["dataset"]]
+            retrieval = retrieval_from_row(r)
+            dates = session_dates(corpus, [u.session_key for u in retrieval.units])
+            answer = reader.answer(ReadInput(corpus.question(r["partition_key"]), retrieval, dates))
+            kinds[r["dataset"]] += 1
+            key = (r["partition_key"], r["unit"])
+            if key in stored:
+                if stored[key] == answer.prediction:
+                    same += 1
+                else:
+                    differ.append((key, stored[key], answer.prediction))
+        wall, cpu = time.perf_counter() - wall, cpu_s() - cpu
+        embedded = encoder.inner.model.texts_encoded - before
+    print(f"config {args.config}: {len(rows)} (question, system) retrievals answered {dict(kinds)}")
+    print(f"cold cache: {copied:,} vectors (unit texts + questions) copied from {embeddings_dir(store.root)}")
+    print(f"reader wall {wall:.1f} s, CPU {cpu:.1f} s; encode calls {encoder.calls:,}, texts asked {encoder.texts:,}")
+    print(f"texts that reached the model: {embedded:,}")
+    if not args.no_compare:
+        print(f"predictions equal to the stored answers: {same}/{same + len(differ)}")
+        for key, old, new in differ[:10]:
+            print(f"  DIFFERS {key}: stored {old!r} replay {new!r}")
+
+
+if __name__ == "__main__":
+    main()

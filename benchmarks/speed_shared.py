@@ -1,0 +1,185 @@
+"""First run vs immediate rerun of ``full_benchmark`` on a slice of configs/shared.yaml (issue 14).
+
+What it measures: ``configs/shared.yaml`` with every dataset cut to its first ``--locomo`` /
+``--oracle`` / ``--lme-s`` questions (``limit:``), same memory systems and reader, its own results
+folder and Dagster home (a temp dir, or ``--workdir``). It runs ``dagster job execute -j
+full_benchmark`` twice in a row and prints, from the run's Dagster event log and the results folder:
+
+- wall time of each run and rerun / first (issue target: <= 5 %);
+- wall time of each step (canonical, embeddings, ingestion, retrievals, answers, ...) and the
+  answers step's share of the first run (target: <= 10 %);
+- vectors embedded in each run (rows added to the embedding cache: what reached the model) and
+  LLM calls (entries added to the LLM cache; the shared config has no LLM, so 0 by construction);
+- peak RSS (the largest process of the run, ``ru_maxrss`` of the waited-for children).
+
+    .venv/bin/python benchmarks/speed_shared.py --locomo 150 --oracle 60 --lme-s 20
+
+The full configs/shared.yaml run takes 80+ minutes on the 2-core dev box; this slice is what a
+benchmark can afford. Ratios on a slice are not the full run's: the embeddings step is
+proportionally larger on LongMemEval_S-heavy slices, and fixed costs (process start, model load)
+weigh more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT / "configs" / "shared.yaml"
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """One ``dagster job execute`` run: wall time, per-step seconds, cache growth, peak RSS."""
+
+    wall_s: float
+    steps: dict[str, float]
+    embedded: int
+    llm_calls: int
+    peak_rss_mb: float
+    exit_code: int
+
+
+def write_slice_config(folder: Path, limits: dict[str, int], name: str) -> Path:
+    """configs/shared.yaml with ``limit:`` per dataset, absolute data paths, its own results dir."""
+    cfg = yaml.safe_load(SHARED.read_text())
+    cfg["name"] = name
+    cfg["results_dir"] = str(folder / "results")
+    datasets = []
+    for ds in cfg["datasets"]:
+        n = limits.get(ds["name"])
+        if n == 0:
+            continue
+        ds = dict(ds, path=str((ROOT / ds["path"]).resolve()))
+        if n is not None:
+            ds["limit"] = n
+        datasets.append(ds)
+    cfg["datasets"] = datasets
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def env_for(folder: Path, config: Path) -> dict[str, str]:
+    """Environment of a run on its own Dagster home (never the project's .dagster_home)."""
+    home = folder / "dagster_home"
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "configs" / "dagster.yaml", home / "dagster.yaml")
+    return {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "MEMBENCH_CONFIG": str(config),
+        "DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME": "pipeline.definitions",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+
+
+def cache_rows(folder: Path, sub: str) -> int:
+    """Rows in every Parquet file under ``results/parquet/<sub>`` (0 when absent)."""
+    root = folder / "results" / "parquet" / sub
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in root.rglob("*.parquet")) if root.exists() else 0
+
+
+def llm_cache_entries(folder: Path) -> int:
+    """Files in the LLM cache folder(s) of the results dir (each is one cached reply or a shard)."""
+    results = folder / "results"
+    return sum(1 for p in results.rglob("*") if p.is_file() and "llm_cache" in p.parts)
+
+
+def step_seconds(home: Path) -> dict[str, float]:
+    """Wall seconds per step of the latest run, from STEP_START to STEP_SUCCESS/FAILURE events."""
+    import dagster as dg
+
+    os.environ["DAGSTER_HOME"] = str(home)
+    with dg.DagsterInstance.get() as instance:
+        runs = instance.get_runs(limit=1)
+        if not runs:
+            return {}
+        starts: dict[str, float] = {}
+        out: dict[str, float] = {}
+        for entry in instance.all_logs(runs[0].run_id):
+            ev = entry.dagster_event
+            if ev is None or entry.step_key is None:
+                continue
+            if ev.event_type_value == "STEP_START":
+                starts[entry.step_key] = entry.timestamp
+            elif ev.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE") and entry.step_key in starts:
+                out[entry.step_key] = entry.timestamp - starts[entry.step_key]
+        return out
+
+
+def run_once(folder: Path, env: dict[str, str], log: Path) -> RunFigures:
+    """One ``dagster job execute -j full_benchmark`` (output to ``log``), with its figures."""
+    emb0, llm0 = cache_rows(folder, "embeddings"), llm_cache_entries(folder)
+    exe = str(Path(sys.executable).parent / "dagster")
+    start = time.monotonic()
+    with log.open("w") as out:
+        proc = subprocess.run(
+            [exe, "job", "execute", "-j", "full_benchmark"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    wall = time.monotonic() - start
+    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
+    return RunFigures(
+        wall_s=wall,
+        steps=step_seconds(Path(env["DAGSTER_HOME"])),
+        embedded=cache_rows(folder, "embeddings") - emb0,
+        llm_calls=llm_cache_entries(folder) - llm0,
+        peak_rss_mb=rss_mb,
+        exit_code=proc.returncode,
+    )
+
+
+def short(step: str) -> str:
+    """``speed_slice__answers`` / ``speed_slice_answers`` -> ``answers`` (the asset's own name)."""
+    return step.split("__")[-1]
+
+
+def print_run(label: str, r: RunFigures, first_wall: float | None = None) -> None:
+    ratio = f" ({100 * r.wall_s / first_wall:.1f}% of the first run)" if first_wall else ""
+    rss = f"peak RSS {r.peak_rss_mb:.0f} MB (largest process so far)"
+    print(f"{label}: {r.wall_s:.1f} s{ratio}, exit {r.exit_code}, {rss}")
+    print(f"  vectors embedded: {r.embedded:,}; LLM calls: {r.llm_calls}")
+    for step, secs in sorted(r.steps.items(), key=lambda kv: -kv[1]):
+        share = f" ({100 * secs / r.wall_s:.1f}% of the run)" if r.wall_s else ""
+        print(f"  {short(step):<28} {secs:8.1f} s{share}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--locomo", type=int, default=150, help="LoCoMo questions (0 = leave the dataset out)")
+    parser.add_argument("--oracle", type=int, default=60, help="LongMemEval oracle questions")
+    parser.add_argument("--lme-s", type=int, default=20, help="LongMemEval_S questions")
+    parser.add_argument("--workdir", type=Path, default=None, help="keep results here (default: a temp dir)")
+    args = parser.parse_args()
+    limits = {"locomo": args.locomo, "lme_oracle": args.oracle, "lme_s": args.lme_s}
+    with tempfile.TemporaryDirectory(prefix="membench-speed-") as tmp:
+        folder = args.workdir or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        config = write_slice_config(folder, limits, "speed_slice")
+        env = env_for(folder, config)
+        first = run_once(folder, env, folder / "first.log")
+        rerun = run_once(folder, env, folder / "rerun.log")
+    print(f"slice of configs/shared.yaml: {limits} (limit: per dataset), memory systems and reader as in the file")
+    print_run("first run", first)
+    print_run("rerun", rerun, first.wall_s)
+    answers = sum(s for k, s in first.steps.items() if short(k) == "answers")
+    print(f"answers step / first run: {100 * answers / first.wall_s:.1f}% (target <= 10%)")
+    print(f"rerun / first run: {100 * rerun.wall_s / first.wall_s:.1f}% (target <= 5%)")
+    print(f"rerun: {rerun.embedded} vectors embedded, {rerun.llm_calls} LLM calls (target 0 and 0)")
+
+
+if __name__ == "__main__":
+    main()
