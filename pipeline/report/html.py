@@ -124,6 +124,15 @@ def num(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def latency_ms(p50_s: float | None, p95_s: float | None) -> str:
+    """``"31 / 49"``: seconds as whole milliseconds (``–`` when the retrievals carry no latency)."""
+
+    def ms(v: float | None) -> str:
+        return "–" if v is None else f"{1000 * v:.0f}"
+
+    return f"{ms(p50_s)} / {ms(p95_s)}"
+
+
 def slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
 
@@ -259,6 +268,7 @@ def retrieval_summary(rows: Sequence[Row]) -> str:
     head = "<th>system</th><th>scored / excluded / failed</th>" + "".join(
         f"<th>{esc(h)}</th>" for _, _, h in RETRIEVAL_SUMMARY
     )
+    head += "<th>retrieval ms p50 / p95</th>"  # per question, every question of the system (issue 14 item 5)
     body = []
     for s in systems:
         base = by.get((s, "session")) or by.get((s, "turn")) or {}
@@ -266,6 +276,8 @@ def retrieval_summary(rows: Sequence[Row]) -> str:
         vals = "".join(
             f"<td class=num>{esc(num((by.get((s, lv)) or {}).get(c)))}</td>" for lv, c, _ in RETRIEVAL_SUMMARY
         )
+        latency = latency_ms(base.get("retrieval_latency_p50_s"), base.get("retrieval_latency_p95_s"))
+        vals += f"<td class=num>{latency}</td>"
         body.append(f"<tr><td>{esc(s)}</td><td class=num>{counts}</td>{vals}</tr>")
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
