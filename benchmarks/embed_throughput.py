@@ -13,6 +13,14 @@ the chosen backend's vectors are from fp32 (cosine, top-10 retrieval agreement f
 CPU time (all threads and worker processes) is printed next to wall time: on a shared machine wall
 time swings with other load, CPU time much less.
 
+``--spans`` embeds the offline reader's sentence spans (~100 chars, ~22 tokens) cut from random
+turns instead of whole turns: the answers stage's texts. Threads vs processes, measured on the
+shared 2-core box (load 3-7, bf16, batch 64; issue 14 item 2): turns (300, ~970 chars) 2 threads
+56-72 texts/s wall vs 1 thread 36-53, so bulk embedding keeps ``num_threads``; spans 1 thread
+196-297 texts/s vs 2 threads 65-127, so per-question calls use one (ENCODE_THREADS); two
+single-thread processes at once reached 136-162 + 94-108 texts/s, no more than one alone (the
+other engineers' jobs hold the second core). Batch 128/256 was slower than 64 for spans.
+
 Full-run estimate (188,998 unique texts of 245,625 turns): measured 33 texts/CPU-s with bf16 and
 19 with fp32 (1 thread, random sample of 600), i.e. about 48 min (bf16) vs 83 min (fp32) on two
 idle cores; on the shared dev box (load average 4-8) the measured wall-clock estimate was 2.2-4.3 h.
@@ -37,7 +45,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from assets.embeddings import ProgressReporter
-from pipeline.memory.base import turn_unit_text
+from pipeline.memory.base import RetrievedUnit, turn_unit_text
+from pipeline.readers.offline import unit_spans
 from pipeline.records import TurnRow
 from resources.embeddings import CachedEncoder, EmbeddingResource, EnsureStats, ModelSpec, load_model
 
@@ -58,6 +67,16 @@ def load_texts(path: Path) -> tuple[list[str], int, list[str]]:
                 row = TurnRow("lme_s", "s", f"s:{pos}", pos, turn["role"], turn["role"], turn["content"], False, None)
                 unique.setdefault(turn_unit_text(row), None)
     return list(unique), total, [rec["question"] for rec in records]
+
+
+def span_texts(unit_texts: list[str], questions: list[str]) -> tuple[list[str], list[str]]:
+    """The offline reader's span texts (sentences with their speaker) of ``unit_texts``, unique.
+
+    Why: the answers stage embeds these (~22 tokens each), not whole turns (~250 tokens); batch
+    size and thread count that suit one do not suit the other (see ENCODE_THREADS).
+    """
+    units = tuple(RetrievedUnit(f"u{i}", i, "s", (), t) for i, t in enumerate(unit_texts))
+    return [s.embed_text for s in unit_spans(units, limit=10**9)], questions
 
 
 def cpu_seconds() -> float:
@@ -116,6 +135,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="torch threads in total (default: all CPUs)")
     p.add_argument("--workers", type=int, default=1, help="embedding processes (threads split between them)")
     p.add_argument("--compare-fp32", action="store_true", help="also time fp32 encode and measure drift")
+    p.add_argument(
+        "--spans",
+        action="store_true",
+        help="embed the offline reader's sentence spans of the turns (the answers stage's texts) instead of turns",
+    )
     return p.parse_args()
 
 
@@ -135,14 +159,20 @@ def main() -> None:
     args = parse_args()
     print(f"load average before: {os.getloadavg()}")
     texts, total_turns, questions = load_texts(args.data)
+    print(
+        f"{args.data.name}: {total_turns:,} turns, {len(texts):,} unique unit texts "
+        f"({100 * (1 - len(texts) / total_turns):.1f}% duplicates)"
+    )
+    if args.spans:
+        rng0 = np.random.default_rng(args.seed)
+        some = [texts[i] for i in rng0.choice(len(texts), min(len(texts), 4 * (args.limit or 10**9)), replace=False)]
+        texts, questions = span_texts(some, questions)
+        texts = list(dict.fromkeys(texts))
+        print(f"--spans: {len(texts):,} unique reader spans from {len(some):,} random unit texts")
     rng = np.random.default_rng(args.seed)
     n = min(args.limit, len(texts)) if args.limit else len(texts)
     sample = [texts[i] for i in rng.choice(len(texts), n, replace=False)] if n < len(texts) else texts
-    print(
-        f"{args.data.name}: {total_turns:,} turns, {len(texts):,} unique unit texts "
-        f"({100 * (1 - len(texts) / total_turns):.1f}% duplicates); sample {len(sample):,}, "
-        f"mean {np.mean([len(t) for t in sample]):.0f} chars"
-    )
+    print(f"sample {len(sample):,} texts, mean {np.mean([len(t) for t in sample]):.0f} chars")
 
     emb = EmbeddingResource(
         backend=args.backend,
@@ -180,7 +210,8 @@ def main() -> None:
         f"({100 * stats.truncated / max(stats.embedded, 1):.1f}%)"
     )
     per_text = t_pipe["wall"] / len(sample)
-    print(f"full run estimate ({len(texts):,} unique texts, this load): {len(texts) * per_text / 3600:.2f} h")
+    if not args.spans:
+        print(f"full run estimate ({len(texts):,} unique texts, this load): {len(texts) * per_text / 3600:.2f} h")
 
     if args.compare_fp32 and spec.backend != "fp32":
         section("naive fp32 baseline and drift of the chosen backend")

@@ -142,6 +142,25 @@ def run_once(folder: Path, env: dict[str, str], log: Path) -> RunFigures:
     )
 
 
+def retrieval_latency(folder: Path, dataset: str) -> list[tuple[str, int, float, float]]:
+    """(system, questions, p50 ms, p95 ms) of per-question retrieval latency on ``dataset``.
+
+    Same definition as the retrieval_report view (quantile_cont over the stored
+    ``retrieval_latency_s`` of ok retrievals), read straight from the Parquet files.
+    """
+    import duckdb
+
+    pattern = folder / "results" / "parquet" / "retrievals" / f"{dataset}__*.parquet"
+    if not list(pattern.parent.glob(pattern.name)):
+        return []
+    sql = f"""
+        SELECT unit, count(*), 1000 * quantile_cont(retrieval_latency_s, 0.5),
+               1000 * quantile_cont(retrieval_latency_s, 0.95)
+        FROM read_parquet('{pattern}') WHERE status = 'ok' GROUP BY unit ORDER BY unit
+    """
+    return [(str(u), int(n), float(p50), float(p95)) for u, n, p50, p95 in duckdb.sql(sql).fetchall()]
+
+
 def short(step: str) -> str:
     """``speed_slice__answers`` / ``speed_slice_answers`` -> ``answers`` (the asset's own name)."""
     return step.split("__")[-1]
@@ -171,6 +190,7 @@ def main() -> None:
         config = write_slice_config(folder, limits, "speed_slice")
         env = env_for(folder, config)
         first = run_once(folder, env, folder / "first.log")
+        latency = retrieval_latency(folder, "lme_s")
         rerun = run_once(folder, env, folder / "rerun.log")
     print(f"slice of configs/shared.yaml: {limits} (limit: per dataset), memory systems and reader as in the file")
     print_run("first run", first)
@@ -179,6 +199,9 @@ def main() -> None:
     print(f"answers step / first run: {100 * answers / first.wall_s:.1f}% (target <= 10%)")
     print(f"rerun / first run: {100 * rerun.wall_s / first.wall_s:.1f}% (target <= 5%)")
     print(f"rerun: {rerun.embedded} vectors embedded, {rerun.llm_calls} LLM calls (target 0 and 0)")
+    print("retrieval latency per question on lme_s (first run):")
+    for system, n, p50, p95 in latency:
+        print(f"  {system:<16} {n:4d} questions  p50 {p50:7.1f} ms  p95 {p95:7.1f} ms")
 
 
 if __name__ == "__main__":
