@@ -1,9 +1,7 @@
 """The ``answers`` asset: each reader answers each question from each memory system's retrieval.
 
-The LLM is the run's bound ``llm`` resource (built from the config's ``llm:`` section by
-pipeline.resources_factory, key as ``dg.EnvVar``). Unit hashes are computed from the config's
-``llm:`` section, so a bound resource whose model or sampling settings differ from it fails the
-run (assets.stage_deps.resolve_llm) instead of recording one model's answers under another's name.
+The LLM and the encoder are built from the run's config (assets.stage_deps), the same config the
+unit hashes are computed from, so one model's answers can never be filed under another's name.
 The logic lives in pipeline.readers.run; this module only wires resources.
 """
 
@@ -16,20 +14,12 @@ from pipeline.config import BenchmarkConfig
 from pipeline.readers.base import ANSWERS_PAYLOAD, ReaderConfigError, ReaderDeps
 from pipeline.readers.run import AnswerRun, build_readers, configured_readers, needs
 from pipeline.stage import QuestionStage, StageOutcome
-from resources.embeddings import EmbeddingResource
-from resources.llm import LLMResource
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 
-def answer_run(
-    context: dg.AssetExecutionContext,
-    cfg: BenchmarkConfig,
-    store: ResultStore,
-    embeddings: EmbeddingResource,
-    bound_llm: LLMResource | None,
-) -> AnswerRun:
-    """Readers built once (a bad reader config fails the run before any question)."""
-    deps = stage_deps(context, cfg, store, embeddings, bound_llm, needs(cfg))
+def answer_run(context: dg.AssetExecutionContext, cfg: BenchmarkConfig, store: ResultStore) -> AnswerRun:
+    """Readers built once (a reader that cannot be built fails the run before any question)."""
+    deps = stage_deps(cfg, store, needs(cfg))
     try:
         readers = build_readers(cfg, ReaderDeps(encoder=deps.encoder, llm=deps.llm))
     except ReaderConfigError as exc:
@@ -41,11 +31,9 @@ def run_answers(
     context: dg.AssetExecutionContext,
     cfg: BenchmarkConfig,
     store: ResultStore,
-    embeddings: EmbeddingResource,
-    llm: LLMResource | None,
     keys: list[str],
 ) -> tuple[StageOutcome, dict[str, Any]]:
-    run = answer_run(context, cfg, store, embeddings, llm)
+    run = answer_run(context, cfg, store)
     stage = QuestionStage(
         store,
         cfg,

@@ -23,9 +23,7 @@ from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.systems import check_buildable, system_specs, uses_encoder, uses_llm
 from pipeline.stage import QuestionStage, StageOutcome, UnitResult, WorkItem
-from resources.embeddings import EmbeddingResource
-from resources.llm import LLMResource
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 
 def _needs(cfg: BenchmarkConfig) -> tuple[bool, bool]:
@@ -34,20 +32,15 @@ def _needs(cfg: BenchmarkConfig) -> tuple[bool, bool]:
     return any(uses_encoder(s.cls) for s in specs), any(uses_llm(s.cls) for s in specs)
 
 
-def memory_run(
-    context: AssetExecutionContext,
-    cfg: BenchmarkConfig,
-    store: ResultStore,
-    embeddings: EmbeddingResource,
-    bound_llm: LLMResource | None,
-) -> MemoryRun:
-    """Deps for the memory stages; a wrong memory config fails the run before any question."""
-    built = stage_deps(context, cfg, store, embeddings, bound_llm, _needs(cfg))
+def memory_run(context: AssetExecutionContext, cfg: BenchmarkConfig, store: ResultStore) -> MemoryRun:
+    """Deps for the memory stages (from the config); a system that cannot be built fails the run
+    before any question (config mistakes already failed when the definitions loaded)."""
+    built = stage_deps(cfg, store, _needs(cfg))
     deps = MemoryDeps(encoder=built.encoder, llm=built.llm, log=context.log.info)
     try:
         check_buildable(cfg, deps)
     except MemoryConfigError as exc:
-        raise dg.Failure(f"{cfg.source}: {exc}") from exc
+        raise dg.Failure(str(exc)) from exc
     return MemoryRun(store, cfg, deps, log=context.log.info, workers=built.workers)
 
 
@@ -62,8 +55,6 @@ def run_memory_stage(
     context: AssetExecutionContext,
     cfg: BenchmarkConfig,
     store: ResultStore,
-    embeddings: EmbeddingResource,
-    llm: LLMResource | None,
     keys: list[str],
     *,
     stage: str,
@@ -71,7 +62,7 @@ def run_memory_stage(
     results: Callable[[MemoryRun, list[WorkItem]], Iterable[tuple[str, list[UnitResult]]]],
 ) -> tuple[StageOutcome, dict[str, Any]]:
     """One memory stage (ingestion or retrievals) over the run's questions."""
-    run = memory_run(context, cfg, store, embeddings, llm)
+    run = memory_run(context, cfg, store)
     question_stage = QuestionStage(
         store,
         cfg,

@@ -11,7 +11,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.stage_deps import resolve_llm, stop_after
+from assets.stage_deps import run_llm, stop_after
 from pipeline.config import BenchmarkConfig
 from pipeline.judges.base import (
     JUDGMENTS_PAYLOAD,
@@ -25,9 +25,7 @@ from pipeline.judges.run import JudgmentRun
 from pipeline.readers.base import LLMClient
 from pipeline.registry import RegistryError
 from pipeline.stage import QuestionStage, StageOutcome
-from resources.embeddings import EmbeddingResource
-from resources.llm import LLMResource
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 
 def judge_metadata(cfg: BenchmarkConfig, llm: LLMClient | None) -> dict[str, Any]:
@@ -44,11 +42,9 @@ def run_judgments(
     context: dg.AssetExecutionContext,
     cfg: BenchmarkConfig,
     store: ResultStore,
-    embeddings: EmbeddingResource,
-    llm_resource: LLMResource | None,
     keys: list[str],
 ) -> tuple[StageOutcome, dict[str, Any]]:
-    llm = resolve_llm(context, cfg, llm_resource)
+    llm = run_llm(cfg)  # judge_llm, when configured, replaces it inside the judgments code
     try:
         check_judges(cfg, llm)
         metadata = judge_metadata(cfg, llm)

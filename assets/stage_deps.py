@@ -1,44 +1,39 @@
-"""What a stage's components run on: the embedding encoder and the LLM of the run.
+"""What a stage's components run on: the embedding encoder and the LLM, both built from the config.
 
-The LLM is the bound ``llm`` resource, checked against the run's config (``resolve_llm``).
+Why from the config and not from bound Dagster resources: the config is the one source of truth
+for every setting that enters a unit hash (embedding model and backend, LLM endpoint, model and
+sampling). The stages used to take the bound ``llm`` and ``embeddings`` resources and reconcile
+them with the config, unevenly: a disagreeing LLM resource failed the run, a disagreeing
+embedding resource was used silently, and a run config that switched ``benchmark.config_path``
+kept the first config's resources. Now the config a run loads decides both, and nothing needs
+reconciling. The LLM client is shared per endpoint within a process (one concurrency gate and
+rate limit for every stage of a run), like the judges' endpoint (pipeline/judge_endpoint.py).
 No `from __future__ import annotations` in asset modules (Dagster checks real types).
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
-import dagster as dg
-
-from pipeline.config import BenchmarkConfig
+from pipeline.config import PROJECT_ROOT, BenchmarkConfig, LLMConfig
 from pipeline.memory.base import Encoder
 from pipeline.memory.vector import LazyEncoder
+from pipeline.store import ResultStore
 from resources.embeddings import EmbeddingResource, embedding_variant
-from resources.llm import LLMResource
-from resources.storage import ResultStore
-
-# settings that change what the LLM replies, hence part of every unit hash via the config
-_HASHED_LLM_FIELDS = ("base_url", "model", "temperature", "max_tokens")
+from resources.llm import CACHE_SUBDIR, LLMResource
 
 
-def resolve_llm(
-    context: dg.AssetExecutionContext, cfg: BenchmarkConfig, bound: LLMResource | None
-) -> LLMResource | None:
-    """The run's LLM: the bound ``llm`` resource, checked against the config's ``llm:`` section.
+@lru_cache(maxsize=8)
+def _llm_client(llm: LLMConfig, cache_dir: str, prices_path: str) -> LLMResource:
+    """One client per endpoint settings; its API key is read from ``$<api_key_env>`` when first needed."""
+    return LLMResource.from_config(llm, cache_dir=cache_dir, prices_path=prices_path)
 
-    Why the check: answers are keyed by hashes of the config; a resource pointing at another model
-    would file its replies under the config's model. When no resource is bound (a run config
-    switched ``benchmark.config_path`` to a config with an ``llm:`` section), one is built from
-    that section, reading the key from ``$<api_key_env>`` at call time.
-    """
+
+def run_llm(cfg: BenchmarkConfig) -> LLMResource | None:
+    """The readers' and memory systems' LLM: the config's ``llm:`` block (None without one)."""
     if cfg.llm is None:
         return None
-    if bound is None:
-        context.log.warning(f"no llm resource bound; using the llm section of {cfg.source}")
-        return LLMResource.from_benchmark(cfg)
-    wrong = [f for f in _HASHED_LLM_FIELDS if getattr(bound, f) != getattr(cfg.llm, f)]
-    if wrong:
-        diff = ", ".join(f"{f}: resource {getattr(bound, f)!r} vs config {getattr(cfg.llm, f)!r}" for f in wrong)
-        raise dg.Failure(f"{cfg.source}: the bound llm resource disagrees with the config's llm section ({diff})")
-    return bound
+    cache_dir = str(cfg.resolved_results_dir() / CACHE_SUBDIR)
+    return _llm_client(cfg.llm, cache_dir, str((PROJECT_ROOT / cfg.prices_path).resolve()))
 
 
 def stop_after(cfg: BenchmarkConfig) -> int:
@@ -59,18 +54,11 @@ class StageDeps:
         return self.llm.max_concurrency if self.llm is not None else 1
 
 
-def stage_deps(
-    context: dg.AssetExecutionContext,
-    cfg: BenchmarkConfig,
-    store: ResultStore,
-    embeddings: EmbeddingResource,
-    bound_llm: LLMResource | None,
-    needs: tuple[bool, bool],
-) -> StageDeps:
-    """Build only what ``needs`` = (encoder, llm) asks for; the model loads on first use."""
+def stage_deps(cfg: BenchmarkConfig, store: ResultStore, needs: tuple[bool, bool]) -> StageDeps:
+    """Build only what ``needs`` = (encoder, llm) asks for, from ``cfg``; the model loads on first use."""
     need_encoder, need_llm = needs
     encoder = None
     if need_encoder:
-        encoder = LazyEncoder(embedding_variant(cfg.embeddings), lambda: embeddings.store_encoder(store))
-    llm = resolve_llm(context, cfg, bound_llm) if need_llm else None
-    return StageDeps(encoder, llm)
+        resource = EmbeddingResource.from_config(cfg.embeddings)
+        encoder = LazyEncoder(embedding_variant(cfg.embeddings), lambda: resource.store_encoder(store))
+    return StageDeps(encoder, run_llm(cfg) if need_llm else None)

@@ -12,7 +12,7 @@ assets/ingestion.py, retrieval.py, answers.py, judgments.py wire resources to it
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import dagster as dg
 import pyarrow as pa
@@ -27,10 +27,8 @@ from assets.run_gate import finish_run
 from pipeline.config import BenchmarkConfig
 from pipeline.stage import StageOutcome
 from pipeline.stage_checks import check_rows
+from pipeline.store import ResultStore
 from resources.benchmark import BenchmarkResource
-from resources.embeddings import EmbeddingResource
-from resources.llm import LLMResource
-from resources.storage import ResultStore
 
 StageRunner = Callable[..., tuple[StageOutcome, dict[str, Any]]]
 CHECK_ROWS = "stage_rows"
@@ -167,17 +165,12 @@ def build_stage_asset(
             dg.AssetCheckSpec(CHECK_NO_FAILED, asset=asset_key, description="no question of the run failed (WARN)"),
         ],
     )
-    def _stage(
-        context: dg.AssetExecutionContext,
-        benchmark: BenchmarkResource,
-        embeddings: EmbeddingResource,
-        llm: dg.ResourceParam[Optional[LLMResource]],  # noqa: UP045 (Dagster resolves this at runtime)
-    ):
+    def _stage(context: dg.AssetExecutionContext, benchmark: BenchmarkResource):
         cfg: BenchmarkConfig = benchmark.load()
         check_scope(context, cfg)
         store = benchmark.store()
         keys = run_keys(context)
-        outcome, extra = sd.runner(context, cfg, store, embeddings, llm, keys)
+        outcome, extra = sd.runner(context, cfg, store, keys)
         store.refresh_catalog()
         checks = [_rows_check(store, sd.name, asset_key, outcome.written), _failed_check(asset_key, outcome)]
         yield dg.MaterializeResult(metadata=_metadata(outcome, store, extra), check_results=checks)

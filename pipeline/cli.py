@@ -21,7 +21,7 @@ from typing import NoReturn
 import duckdb
 
 from pipeline.config import ConfigError, load_config
-from resources.storage import STAGE_TABLES, ResultStore
+from pipeline.store import STAGE_TABLES, ResultStore
 
 EXAMPLE_SQL = "SELECT dataset, stage, done, failed, missing FROM progress_summary"
 STAGES: tuple[str, ...] = ("canonical", *STAGE_TABLES)
@@ -88,6 +88,20 @@ def cmd_sql(args: argparse.Namespace) -> int:
             hint = "" if store.catalog_path.exists() else f" (no results yet under {store.root}: {FIRST_RUN})"
             raise UserError(" ".join(str(exc).split()) + hint) from None
     sys.stdout.write(table + "\n")
+    return 0
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    """Resolve a config as loading the Dagster definitions would (every kind looked up, params
+    validated, LLM needs checked) without running anything: one summary line, or one error line
+    naming the file, the entry and the key."""
+    from pipeline.config_resolve import check_config
+
+    try:
+        resolved = check_config(load_config(args.file))
+    except ConfigError as exc:
+        raise UserError(" ".join(str(exc).split())) from None
+    sys.stdout.write(resolved.summary() + "\n")
     return 0
 
 
@@ -197,6 +211,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="benchmark config YAML (default: $MEMBENCH_CONFIG or configs/sample.yaml)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("results", help="where the results are, a SQL query to look at them, headline table")
+    p_check = sub.add_parser(
+        "check-config", help="validate a benchmark config (kinds, params, plugins, LLM needs) without running it"
+    )
+    p_check.add_argument("file", metavar="FILE", help="benchmark config YAML")
     sub.add_parser("progress", help="per dataset and stage: done / failed / missing questions")
     p_failed = sub.add_parser("failed", help="failed questions and the command that re-runs them")
     p_failed.add_argument("--stage", choices=STAGES, help="only this stage")
@@ -228,6 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "results": cmd_results,
+        "check-config": cmd_check_config,
         "progress": cmd_progress,
         "failed": cmd_failed,
         "sql": cmd_sql,

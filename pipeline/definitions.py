@@ -27,8 +27,9 @@ from assets.reports import build_reports
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
 from assets.stages import build_stage_assets, question_partitions
 from pipeline.config import BenchmarkConfig, load_config
+from pipeline.config_resolve import check_config
 from pipeline.datasets.keys import config_keys
-from pipeline.resources_factory import build_resources
+from resources.factory import build_resources
 
 BACKFILL_CHUNK_ENV = "MEMBENCH_BACKFILL_CHUNK"
 DEFAULT_BACKFILL_CHUNK = 500
@@ -61,6 +62,7 @@ def build_defs(config_path: str | None = None) -> dg.Definitions:
 
 
 def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
+    check_config(cfg)  # every config mistake fails here, at load, naming file, entry and key
     prefix = cfg.config_name
     keys = partition_keys(cfg)
     parts = question_partitions(keys)

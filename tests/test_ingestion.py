@@ -20,7 +20,7 @@ from pipeline.memory.summaries import NO_SUMMARIES
 from pipeline.memory.systems import SystemSpec, checkpoint_every, system_specs
 from pipeline.records import QuestionRow
 from pipeline.stage import WorkItem
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 from tests.memory_fixtures import DATASET, HAYSTACK, build_haystack, encoder, question, write_toy_dataset
 
 
@@ -56,7 +56,7 @@ class PerSessionRag(RecordingRag):
 
 
 def spec_for(cls: type, unit_hash: str = "h1") -> SystemSpec:
-    return SystemSpec(ComponentConfig(name="rag", kind="rag"), cls, unit_hash, None)
+    return SystemSpec.from_class(ComponentConfig(name="rag", kind="rag"), cls, unit_hash, None)
 
 
 def make(cls: type[RecordingRag], enc: Encoder, fail_at: int | None, instances: list[RecordingRag]) -> Any:

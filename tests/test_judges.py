@@ -297,7 +297,8 @@ def test_config_judges_override_and_fail_loudly() -> None:
     with pytest.raises(RegistryError, match="unknown judge 'f2'"):
         judges_for(KIND_LOCOMO, "locomo", _cfg(judges=(ComponentConfig(name="x", kind="f2"),)), None)
     bad = _cfg(judges=(ComponentConfig(name="f", kind=METRIC_LOCOMO_F1, params={"threshold": 1}),))
-    with pytest.raises(JudgeConfigError, match="unknown params"):
+    unknown = r"judges\[0\] \(name: f\): params.threshold: unknown parameter; allowed: none"
+    with pytest.raises(JudgeConfigError, match=unknown):
         judges_for(KIND_LOCOMO, "locomo", bad, None)
     model = _cfg(
         judges=(ComponentConfig(name="j", kind=METRIC_LOCOMO_LLM_JUDGE, params={"model": "gpt-4o"}),),

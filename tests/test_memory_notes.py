@@ -16,8 +16,8 @@ from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.retrieve import retrieval_results
 from pipeline.memory.systems import SystemSpec
 from pipeline.stage import WorkItem
+from pipeline.store import ResultStore
 from resources.llm import LLMResource
-from resources.storage import ResultStore
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
 from tests.memory_fixtures import (
     DATASET,
@@ -61,7 +61,7 @@ def llm_for(srv: FakeOpenAIServer, cache: Path) -> LLMResource:
 
 
 def spec() -> SystemSpec:
-    return SystemSpec(ComponentConfig(name="notes", kind="notes"), NotesMemory, "hash-notes", None)
+    return SystemSpec.from_class(ComponentConfig(name="notes", kind="notes"), NotesMemory, "hash-notes", None)
 
 
 @pytest.mark.parametrize(

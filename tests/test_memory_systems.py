@@ -14,7 +14,7 @@ from pipeline.memory.hybrid_params import HybridParams
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.rag import RagMemory
 from pipeline.memory.summaries import NO_SUMMARIES, MissingSummaryError, SummariesMemory
-from pipeline.memory.systems import filter_roles, resolved_params, system_specs
+from pipeline.memory.systems import SystemSpec, filter_roles, system_specs
 from pipeline.registry import Registry, RegistryError
 from pipeline.tokens import count_tokens
 from tests.memory_fixtures import HAYSTACK, build_haystack, encoder, question
@@ -216,13 +216,13 @@ def test_unit_hash_covers_resolved_params(params: dict, same_as_default: bool) -
     """The hash is of the params the system runs with, so changing a code default recomputes."""
     ds = DatasetConfig(name="d", loader="locomo", path="x.json")
 
-    def hash_of(p: dict) -> str:
+    def spec_of(p: dict) -> SystemSpec:
         bench = BenchmarkConfig(datasets=(ds,), memory_systems=(ComponentConfig(name="h", kind="hybrid", params=p),))
         [spec] = system_specs(bench, "d")
-        return spec.unit_hash
+        return spec
 
-    assert (hash_of(params) == hash_of({})) is same_as_default
-    assert resolved_params(ComponentConfig(name="h", kind="hybrid", params=params), HybridMemory)["top_k"] == 20
+    assert (spec_of(params).unit_hash == spec_of({}).unit_hash) is same_as_default
+    assert spec_of(params).entry.params_json()["top_k"] == 20  # code defaults are part of the hashed params
 
 
 def test_unit_hash_changes_with_the_system_version(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,9 +19,11 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, create_model
 
 from pipeline.config import BenchmarkConfig, ComponentConfig
 from pipeline.families import FAMILY_LOCOMO, FAMILY_LONGMEMEVAL, FAMILY_MC10, UnknownFamilyError, dataset_family
@@ -29,6 +31,9 @@ from pipeline.judge_endpoint import judge_client
 from pipeline.readers.base import LLMClient
 from pipeline.records import QuestionRow
 from pipeline.registry import Registry
+
+if TYPE_CHECKING:
+    from pipeline.config_resolve import ComponentSpec
 
 # ---- pinned metric names (one definition each; reports use these constants) ---------------
 METRIC_MC_ACCURACY = "mc_accuracy"
@@ -124,6 +129,19 @@ class JudgeSpec:
     fingerprint: str = ""  # hash of prompts / constants the definition depends on
     default_model: str | None = None  # judge model when the config names none (None = the llm's model)
     official_model: str | None = None  # the model the published protocol used (recorded in reports)
+    # strict model of the judge's ``params``; None = generated from ``allowed_params`` (each optional)
+    params_model: type[BaseModel] | None = None
+
+
+@cache
+def judge_params_model(spec: JudgeSpec) -> type[BaseModel]:
+    """The params model a judge's config entry is validated with (strict: an unknown key fails)."""
+    if spec.params_model is not None:
+        return spec.params_model
+    fields: dict[str, Any] = {name: (Any, None) for name in sorted(spec.allowed_params)}
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        f"{spec.metric}_params", __config__=ConfigDict(extra="forbid", frozen=True), **fields
+    )
 
 
 JUDGES: Registry[JudgeSpec] = Registry("judge")
@@ -177,30 +195,37 @@ class BoundJudge:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def bind_judge(cfg: ComponentConfig, llm: LLMClient | None) -> BoundJudge:
-    """Validate one ``judges:`` entry (kind = registered judge name) against the registry and LLM."""
-    spec = load_judges().get(cfg.kind)
-    unknown = sorted(set(cfg.params) - spec.allowed_params)
-    if unknown:
-        allowed = sorted(spec.allowed_params) or "none"
-        raise JudgeConfigError(f"judge {cfg.name!r} ({cfg.kind}): unknown params {unknown}; allowed: {allowed}")
-    if spec.needs_llm and llm is None:
+def bind_judge(cfg: ComponentConfig, llm: LLMClient | None, spec: ComponentSpec[JudgeSpec] | None = None) -> BoundJudge:
+    """One judge entry bound to the run's judge LLM: ``spec`` is its resolved entry (registry
+    lookup and params validated once, pipeline.config_resolve); without it (a default judge) the
+    entry is resolved here. An LLM judge without an LLM fails (never replaced by another judge)."""
+    if spec is None:
+        spec = _resolve_judge(cfg)
+    judge = spec.impl
+    if judge.needs_llm and llm is None:
         raise JudgeConfigError(
             f"judge {cfg.name!r} ({cfg.kind}) needs an LLM but the config has no 'llm:' block; "
             "remove it from 'judges:' or configure an LLM (it is never replaced by another judge)"
         )
-    model = (
-        (cfg.params.get("model") or spec.default_model or llm.model) if (spec.needs_llm and llm is not None) else None
-    )
-    return BoundJudge(cfg.name, spec, dict(cfg.params), model)
+    params = spec.params_given()
+    model = (params.get("model") or judge.default_model or llm.model) if (judge.needs_llm and llm is not None) else None
+    return BoundJudge(cfg.name, judge, params, model)
+
+
+def _resolve_judge(cfg: ComponentConfig) -> ComponentSpec[JudgeSpec]:
+    from pipeline.config_resolve import JUDGE_SECTION, resolve_component
+
+    return resolve_component(JUDGE_SECTION, None, cfg, "judges")
 
 
 def judges_for(kind: str, dataset: str, cfg: BenchmarkConfig, llm: LLMClient | None) -> list[BoundJudge]:
     """The judges run on ``dataset`` (of ``kind``): the config's ``judges:`` entries that apply to
     the dataset and its kind when given, else the defaults (LLM judges only with an LLM)."""
+    from pipeline.config_resolve import resolved
+
     llm = judge_client(cfg, llm)  # the config's judge_llm endpoint when it has one
     if cfg.judges:
-        bound = [bind_judge(c, llm) for c in cfg.judges if c.applies_to(dataset)]
+        bound = [bind_judge(s.config, llm, s) for s in resolved(cfg).judges if s.applies_to(dataset)]
         return [b for b in bound if kind in b.spec.kinds]
     base, with_llm = DEFAULT_JUDGES[kind]
     names = base + (with_llm if llm is not None else ())
@@ -210,9 +235,11 @@ def judges_for(kind: str, dataset: str, cfg: BenchmarkConfig, llm: LLMClient | N
 def check_judges(cfg: BenchmarkConfig, llm: LLMClient | None) -> None:
     """Bind every configured judge once: unknown judge, bad params or an LLM judge without an
     LLM fail the run at its start (JudgeConfigError / RegistryError), before any question."""
+    from pipeline.config_resolve import resolved
+
     llm = judge_client(cfg, llm)
-    for c in cfg.judges:
-        bind_judge(c, llm)
+    for s in resolved(cfg).judges:
+        bind_judge(s.config, llm, s)
 
 
 def unavailable_judges(kind: str, cfg: BenchmarkConfig, llm: LLMClient | None) -> list[tuple[str, str]]:

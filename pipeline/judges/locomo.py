@@ -24,9 +24,9 @@ from __future__ import annotations
 import string
 from collections import Counter
 from functools import lru_cache
+from typing import Any
 
 import regex
-from nltk.stem import PorterStemmer
 
 from pipeline.judges.base import (
     AGG_ACCURACY,
@@ -53,7 +53,6 @@ KEYWORD_PASS = 0.6
 
 _ARTICLES = regex.compile(r"\b(a|an|the|and)\b")
 _PUNCT = set(string.punctuation)
-_STEMMER = PorterStemmer()
 
 
 def normalize_answer(s: str) -> str:
@@ -64,9 +63,18 @@ def normalize_answer(s: str) -> str:
     return " ".join(s.split())
 
 
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    """NLTK's PorterStemmer, imported on first use: importing nltk takes ~2 s, and resolving a
+    config (which imports every judge module) must stay well under that."""
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    return _STEMMER.stem(word)
+    return str(_stemmer().stem(word))
 
 
 def f1_score(prediction: str, gold: str) -> float:

@@ -17,6 +17,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from pipeline.corpus import HaystackSession
+from pipeline.memory.params import ParamsInput
 from pipeline.records import QuestionRow, TurnRow
 from pipeline.registry import Registry
 
@@ -87,7 +88,7 @@ class MemorySystem(Protocol):
     params_model: type[BaseModel]  # its params schema: the resolved params enter the unit hash
     version: int  # bump when a code change alters what it stores or returns for the same params
 
-    def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None: ...
+    def __init__(self, params: ParamsInput, deps: MemoryDeps) -> None: ...
 
     def ingest_session(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:
         """Ingest one session; return the units it added (persisted as the checkpoint)."""

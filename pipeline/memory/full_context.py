@@ -7,14 +7,12 @@ and the cut is counted, so a "full context" score is never silently a partial-co
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MEMORY_SYSTEMS, MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, fit_budget, render, retrieved
-from pipeline.memory.params import SystemParams, parse_params
+from pipeline.memory.params import ParamsInput, SystemParams, parse_params
 from pipeline.memory.units import turn_units
 from pipeline.records import QuestionRow
 from pipeline.tokens import TOKEN_COUNT_DEFINITION, count_tokens
@@ -37,7 +35,7 @@ class FullContextMemory:
     uses_encoder = False
     uses_llm = False
 
-    def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
+    def __init__(self, params: ParamsInput, deps: MemoryDeps) -> None:
         self.params = parse_params(self.params_model, params, KIND)
         self.units: list[MemoryUnit] = []
 

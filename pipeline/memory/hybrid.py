@@ -56,7 +56,7 @@ from pipeline.memory.channels.temporal import TimeWindow, parse_time_windows, st
 from pipeline.memory.context import fit_budget, render, time_sorted
 from pipeline.memory.hybrid_index import BuiltIndex, HybridState
 from pipeline.memory.hybrid_params import CHANNELS, HybridParams
-from pipeline.memory.params import MemoryConfigError, parse_params
+from pipeline.memory.params import MemoryConfigError, ParamsInput, parse_params
 from pipeline.memory.rerank import CrossEncoderReranker
 from pipeline.memory.units import KIND_SESSION, KIND_TURN, turn_units
 from pipeline.records import QuestionRow
@@ -93,7 +93,7 @@ class HybridMemory:
     version = 1
     kind = "hybrid"
 
-    def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
+    def __init__(self, params: ParamsInput, deps: MemoryDeps) -> None:
         self.params = parse_params(self.params_model, params, self.kind)
         self.deps = deps
         if self.params.channels.semantic and deps.encoder is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -22,7 +22,7 @@ from pipeline.corpus import HaystackSession
 from pipeline.llm_protocol import ChatClient
 from pipeline.memory.base import MEMORY_SYSTEMS, MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, format_date, ranked_result
-from pipeline.memory.params import MemoryConfigError, SystemParams
+from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams
 from pipeline.memory.units import KIND_NOTE
 from pipeline.memory.vector import VectorMemory
 from pipeline.records import QuestionRow, TurnRow
@@ -112,7 +112,7 @@ class NotesMemory(VectorMemory[NotesParams]):
     kind = KIND
     uses_llm = True
 
-    def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
+    def __init__(self, params: ParamsInput, deps: MemoryDeps) -> None:
         if deps.llm is None:
             raise MemoryConfigError(
                 f"memory system kind {KIND!r} needs an LLM, but the benchmark config has no `llm:` "

@@ -12,14 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from pipeline.config import BenchmarkConfig, ComponentConfig
+from pipeline.config_resolve import SECTION_MEMORY_SYSTEMS, ComponentSpec, resolved
 from pipeline.corpus import HaystackSession
-from pipeline.memory.base import MEMORY_SYSTEMS, MemoryDeps, MemorySystem
+from pipeline.embedding_spec import embedding_variant
+from pipeline.memory.base import MemoryDeps, MemorySystem
 from pipeline.memory.params import MemoryConfigError, parse_params
 from pipeline.stage import UnitSpec
-from resources.embeddings import embedding_variant
 
 
 def uses_encoder(cls: type[MemorySystem]) -> bool:
@@ -49,40 +49,51 @@ def checkpoint_every(cls: type[MemorySystem]) -> int:
 
 @dataclass(frozen=True)
 class SystemSpec:
-    """One configured memory system instance for one dataset."""
+    """One configured memory system instance for one dataset (its entry resolved once, at load)."""
 
-    config: ComponentConfig
-    cls: type[MemorySystem]
+    entry: ComponentSpec[type[MemorySystem]]
     unit_hash: str
     index_roles: tuple[str, ...] | None
 
     @property
+    def config(self) -> ComponentConfig:
+        return self.entry.config
+
+    @property
+    def cls(self) -> type[MemorySystem]:
+        return self.entry.impl
+
+    @property
     def name(self) -> str:
-        return self.config.name
+        return self.entry.name
 
     @property
     def kind(self) -> str:
-        return self.config.kind
+        return self.entry.kind
 
     def unit(self) -> UnitSpec:
-        return UnitSpec(self.config.name, self.unit_hash)
+        return UnitSpec(self.entry.name, self.unit_hash)
+
+    @classmethod
+    def from_class(
+        cls, component: ComponentConfig, impl: type[MemorySystem], unit_hash: str, index_roles: tuple[str, ...] | None
+    ) -> SystemSpec:
+        """A spec for a class outside any config (tests, tools): its params validated here, once."""
+        params = parse_params(impl.params_model, component.params, component.kind)
+        return cls(ComponentSpec(SECTION_MEMORY_SYSTEMS, None, component, impl, params), unit_hash, index_roles)
 
     def build(self, deps: MemoryDeps) -> MemorySystem:
-        return self.cls(dict(self.config.params), deps)
+        """The system built with its parsed params (not parsed again)."""
+        return self.cls(self.entry.params, deps)
 
 
-def resolved_params(component: ComponentConfig, cls: type[MemorySystem]) -> dict[str, Any]:
-    """Every parameter the system runs with, defaults filled in (a bad param fails loudly).
-
-    Why hash these and not the YAML block: a changed default in the code changes what the system
-    computes, so it must invalidate stored results just as a changed YAML value does.
-    """
-    return parse_params(cls.params_model, component.params, component.kind).model_dump(mode="json")
-
-
-def unit_hash(component: ComponentConfig, cls: type[MemorySystem], bench: BenchmarkConfig, dataset: str) -> str:
+def unit_hash(entry: ComponentSpec[type[MemorySystem]], bench: BenchmarkConfig, dataset: str) -> str:
+    """Hash of what the system computes: kind, code version, every param with code defaults filled
+    in (a changed default must invalidate stored results just as a changed YAML value does),
+    the dataset's index_roles, and the embedding / LLM models it uses."""
+    cls = entry.impl
     parts: dict[str, object] = {
-        "system": {"kind": component.kind, "version": cls.version, "params": resolved_params(component, cls)},
+        "system": {"kind": entry.kind, "version": cls.version, "params": entry.params_json()},
         "index_roles": bench.dataset(dataset).index_roles,
     }
     if uses_encoder(cls):
@@ -95,28 +106,21 @@ def unit_hash(component: ComponentConfig, cls: type[MemorySystem], bench: Benchm
 
 
 def system_specs(bench: BenchmarkConfig, dataset: str) -> list[SystemSpec]:
-    """The memory systems configured for ``dataset`` (unknown kind = RegistryError)."""
-    load_memory_systems()
-    specs = []
-    for component in bench.memory_systems:
-        if not component.applies_to(dataset):
-            continue
-        cls = MEMORY_SYSTEMS.get(component.kind)
-        specs.append(
-            SystemSpec(component, cls, unit_hash(component, cls, bench, dataset), bench.dataset(dataset).index_roles)
-        )
-    return specs
+    """The memory systems configured for ``dataset``, from the resolved config (a bad entry is a
+    ConfigError naming file, entry and key)."""
+    index_roles = bench.dataset(dataset).index_roles
+    return [SystemSpec(e, unit_hash(e, bench, dataset), index_roles) for e in resolved(bench).systems_for(dataset)]
 
 
 def check_buildable(bench: BenchmarkConfig, deps: MemoryDeps) -> None:
-    """Build every configured system once: a wrong config (bad params, notes without an LLM)
-    fails the run at its start with the system's name, before any question is processed."""
-    for ds in bench.datasets:
-        for spec in system_specs(bench, ds.name):
-            try:
-                spec.build(deps)
-            except Exception as exc:
-                raise MemoryConfigError(f"memory system {spec.name!r} (kind {spec.kind!r}): {exc}") from exc
+    """Build every configured system once with the run's deps: what the config alone cannot tell
+    (an encoder or cross-encoder that cannot be loaded) fails the run at its start with the
+    system's entry, before any question is processed."""
+    for entry in resolved(bench).memory_systems:
+        try:
+            entry.impl(entry.params, deps)
+        except Exception as exc:
+            raise MemoryConfigError(f"{bench.source}: {entry.where}: {exc}") from exc
 
 
 def filter_roles(sessions: list[HaystackSession], roles: tuple[str, ...] | None) -> list[HaystackSession]:

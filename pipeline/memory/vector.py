@@ -15,7 +15,7 @@ import faiss
 import numpy as np
 
 from pipeline.memory.base import Encoder, MemoryDeps, MemoryUnit
-from pipeline.memory.params import MemoryConfigError, SystemParams, parse_params
+from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams, parse_params
 
 P = TypeVar("P", bound=SystemParams)
 
@@ -99,7 +99,7 @@ class VectorMemory(Generic[P]):
     uses_encoder = True
     uses_llm = False
 
-    def __init__(self, params: dict[str, Any], deps: MemoryDeps) -> None:
+    def __init__(self, params: ParamsInput, deps: MemoryDeps) -> None:
         self.params: P = parse_params(self.params_model, params, self.kind)
         self.index = VectorIndex(require_encoder(deps, self.kind))
 

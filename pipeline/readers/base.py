@@ -89,7 +89,7 @@ class Reader(Protocol):
     uses_llm: bool
     thread_safe: bool
 
-    def __init__(self, params: dict[str, Any], deps: ReaderDeps) -> None: ...
+    def __init__(self, params: Mapping[str, Any] | BaseModel, deps: ReaderDeps) -> None: ...
 
     @classmethod
     def identity(cls, params: Mapping[str, Any], cfg: BenchmarkConfig) -> str:
@@ -112,7 +112,15 @@ class ReaderParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def parse_params(model: type[P], params: Mapping[str, Any], kind: str) -> P:
+def parse_params(model: type[P], params: Mapping[str, Any] | BaseModel, kind: str) -> P:
+    """``params`` validated with ``model``; an instance of ``model`` (parsed once when the config
+    was resolved, pipeline/config_resolve.py) is returned as is."""
+    if isinstance(params, model):
+        return params
+    if isinstance(params, BaseModel):
+        raise ReaderConfigError(
+            f"reader kind {kind!r}: params are a {type(params).__name__}, expected {model.__name__}"
+        )
     try:
         return model(**params)
     except ValidationError as exc:
@@ -127,9 +135,10 @@ def load_readers() -> Registry[type[Reader]]:
     return READERS
 
 
-def build_reader(kind: str, params: Mapping[str, Any], deps: ReaderDeps) -> Reader:
-    """Instantiate a registered reader kind (unknown kind = RegistryError)."""
-    return load_readers().get(kind)(dict(params), deps)
+def build_reader(kind: str, params: Mapping[str, Any] | BaseModel, deps: ReaderDeps) -> Reader:
+    """Instantiate a registered reader kind (unknown kind = RegistryError); ``params`` is a dict or
+    the reader's parsed params model (a resolved config entry's ``params``)."""
+    return load_readers().get(kind)(params if isinstance(params, BaseModel) else dict(params), deps)
 
 
 def is_multiple_choice(question: QuestionRow) -> bool:

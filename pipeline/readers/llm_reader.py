@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from pipeline.config import BenchmarkConfig
 from pipeline.llm_protocol import LLMReply
@@ -60,7 +60,7 @@ class LLMReader:
     uses_llm = True
     thread_safe = True  # the LLM resource bounds concurrency itself
 
-    def __init__(self, params: dict[str, Any], deps: ReaderDeps) -> None:
+    def __init__(self, params: Mapping[str, Any] | BaseModel, deps: ReaderDeps) -> None:
         self.params = parse_params(self.params_model, params, KIND)
         if deps.llm is None:
             raise ReaderConfigError("reader kind 'llm' needs an LLM endpoint, but the config has no 'llm:' block")

@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.config import BenchmarkConfig, ComponentConfig
+from pipeline.config_resolve import resolved
 from pipeline.corpus import Corpus
 from pipeline.memory.systems import system_specs
 from pipeline.parallel import parallel_map
@@ -35,28 +36,19 @@ from pipeline.readers.base import (
     ReaderConfigError,
     ReaderDeps,
     ReadInput,
-    build_reader,
-    load_readers,
-    parse_params,
     retrieval_from_row,
 )
 from pipeline.records import QuestionRow
 from pipeline.stage import STATUS_FAILED, STATUS_OK, UnitResult, UnitSpec, WorkItem, timed
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
-DEFAULT_READERS: tuple[ComponentConfig, ...] = (ComponentConfig(name="offline", kind="offline"),)
 RETRIEVALS = "retrievals"
 Log = Callable[[str], None]
 
 
 def configured_readers(cfg: BenchmarkConfig, dataset: str | None = None) -> list[ComponentConfig]:
     """The run's readers (``readers:`` or the default offline reader), optionally for one dataset."""
-    readers = cfg.readers or DEFAULT_READERS
-    return [r for r in readers if dataset is None or r.applies_to(dataset)]
-
-
-def reader_class(rc: ComponentConfig) -> type[Reader]:
-    return load_readers().get(rc.kind)
+    return [r.config for r in resolved(cfg).readers_for(dataset)]
 
 
 @dataclass(frozen=True)
@@ -74,32 +66,33 @@ def _hash(parts: Mapping[str, Any]) -> str:
 
 
 def answer_units(cfg: BenchmarkConfig, dataset: str) -> list[AnswerUnit]:
-    """Every "<system>/<reader>" unit of ``dataset`` (computed from the config alone)."""
+    """Every "<system>/<reader>" unit of ``dataset`` (computed from the resolved config alone)."""
     units = []
     for system in system_specs(cfg, dataset):
-        for rc in configured_readers(cfg, dataset):
-            cls = reader_class(rc)
-            params = parse_params(cls.params_model, rc.params, rc.kind).model_dump(mode="json")
-            identity = cls.identity(rc.params, cfg)
-            h = _hash({"system": system.unit_hash, "reader": [rc.kind, params], "identity": identity})
-            units.append(AnswerUnit(system.name, system.unit_hash, rc, UnitSpec(f"{system.name}/{rc.name}", h)))
+        for entry in resolved(cfg).readers_for(dataset):
+            identity = entry.impl.identity(entry.config.params, cfg)
+            h = _hash({"system": system.unit_hash, "reader": [entry.kind, entry.params_json()], "identity": identity})
+            units.append(
+                AnswerUnit(system.name, system.unit_hash, entry.config, UnitSpec(f"{system.name}/{entry.name}", h))
+            )
     return units
 
 
 def build_readers(cfg: BenchmarkConfig, deps: ReaderDeps) -> dict[str, Reader]:
-    """Instantiate every configured reader once: a bad config fails the run at its start."""
+    """Instantiate every configured reader once with its parsed params: what the config alone
+    cannot tell (a missing model folder, no LLM client) fails the run at its start."""
     readers = {}
-    for rc in configured_readers(cfg):
+    for entry in resolved(cfg).readers:
         try:
-            readers[rc.name] = build_reader(rc.kind, rc.params, deps)
+            readers[entry.name] = entry.impl(entry.params, deps)
         except Exception as exc:
-            raise ReaderConfigError(f"reader {rc.name!r} (kind {rc.kind!r}): {exc}") from exc
+            raise ReaderConfigError(f"reader {entry.name!r} (kind {entry.kind!r}): {exc}") from exc
     return readers
 
 
 def needs(cfg: BenchmarkConfig) -> tuple[bool, bool]:
     """(needs an encoder, needs an LLM) over the configured readers."""
-    classes = [reader_class(rc) for rc in configured_readers(cfg)]
+    classes = [r.impl for r in resolved(cfg).readers]
     return any(c.uses_encoder for c in classes), any(c.uses_llm for c in classes)
 
 
