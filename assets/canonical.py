@@ -19,8 +19,8 @@ from pipeline.config import BenchmarkConfig
 from pipeline.datasets.convert import ConvertStats, convert_datasets
 from pipeline.datasets.crosscheck import CrosscheckResult, apply_mc10_crosscheck
 from pipeline.schemas import validate_table_file
+from pipeline.store import ResultStore
 from resources.benchmark import BenchmarkResource
-from resources.storage import ResultStore
 
 _DESCRIPTIONS = {
     "questions": "One row per question: ids, partition key, raw + named type, answer, choices, dates.",

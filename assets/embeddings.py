@@ -28,9 +28,9 @@ from pipeline.filelock import file_lock
 from pipeline.memory.base import turn_unit_text
 from pipeline.records import TurnRow
 from pipeline.schemas import iter_row_groups
+from pipeline.store import ResultStore
 from resources.benchmark import BenchmarkResource
 from resources.embeddings import EmbeddingResource, EmbedProgress, EnsureStats
-from resources.storage import ResultStore
 
 LOG_EVERY_S = 30.0
 TEXT_BATCH_ROWS = 20_000

@@ -15,7 +15,7 @@ import dagster as dg
 
 from assets.layout import PIPELINE_ORDER, REPORTS, STAGES, step_of
 from pipeline.report.refresh import refresh_report_files
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 PARTITION_TAG = "dagster/partition"
 RANGE_START_TAG = "dagster/asset_partition_range_start"

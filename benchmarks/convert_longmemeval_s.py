@@ -36,7 +36,7 @@ def run_convert(path: Path) -> dict:
     sys.path.insert(0, str(ROOT))
     from pipeline.config import DatasetConfig
     from pipeline.datasets import convert_dataset
-    from resources.storage import ResultStore
+    from pipeline.store import ResultStore
 
     with tempfile.TemporaryDirectory() as tmp:
         store = ResultStore(results_dir=tmp)

@@ -102,7 +102,7 @@ def build(source: Path, out: Path) -> dict[str, Any]:
 
 # ---- phases (each in a child process) --------------------------------------------------------
 def _store(work: Path) -> Any:
-    from resources.storage import ResultStore
+    from pipeline.store import ResultStore
 
     return ResultStore(results_dir=str(work / "results"))
 

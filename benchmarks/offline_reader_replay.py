@@ -72,10 +72,18 @@ def main() -> None:
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--reader", default="offline", help="reader name in the config")
     parser.add_argument("--no-compare", action="store_true")
+    parser.add_argument(
+        "--encode-threads",
+        type=int,
+        default=None,
+        help="torch threads of the reader's encode calls (default: the resource's, ENCODE_THREADS)",
+    )
     args = parser.parse_args()
     cfg = load_config(args.config)
     store = ResultStore(results_dir=str(cfg.resolved_results_dir()))
     resource_ = EmbeddingResource.from_config(cfg.embeddings)
+    if args.encode_threads:
+        resource_ = resource_.model_copy(update={"encode_threads": args.encode_threads})
     full = resource_.store_encoder(store)
     rows = []
     for path in sorted((store.parquet_root / "retrievals").glob("*.parquet")):
@@ -116,6 +124,7 @@ def main() -> None:
         embedded = encoder.inner.model.texts_encoded - before
     print(f"config {args.config}: {len(rows)} (question, system) retrievals answered {dict(kinds)}")
     print(f"cold cache: {copied:,} vectors (unit texts + questions) copied from {embeddings_dir(store.root)}")
+    print(f"encode threads {encoder.inner.spec.encode_threads} (bulk threads {encoder.inner.spec.num_threads})")
     print(f"reader wall {wall:.1f} s, CPU {cpu:.1f} s; encode calls {encoder.calls:,}, texts asked {encoder.texts:,}")
     print(f"texts that reached the model: {embedded:,}")
     if not args.no_compare:

@@ -19,7 +19,8 @@ def register_view_creator(fn: ViewCreator) -> ViewCreator:
 
 
 def create_report_views(con: duckdb.DuckDBPyConnection) -> list[str]:
-    import pipeline.report.views  # noqa: F401 - registers the report view creators
+    """Run every registered view creator (pipeline/report/views.py registers them when the
+    ``pipeline.report`` package is imported, which every entry point does), then the comments."""
 
     names = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     created: list[str] = []

@@ -14,7 +14,7 @@ from functools import cached_property
 import pyarrow as pa
 
 from pipeline.records import EvidenceRow, HaystackRow, QuestionRow, SessionRow, TurnRow
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from resources.storage import write_parquet_atomic
+from pipeline.store import write_parquet_atomic
 
 EMBEDDINGS_DIRNAME = "embeddings"
 SHARD_GLOB = "part-*.parquet"

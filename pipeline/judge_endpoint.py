@@ -9,6 +9,7 @@ and ingestion are unchanged and skipped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,12 +22,25 @@ if TYPE_CHECKING:
 JUDGE_CACHE_SUBDIR = "llm_cache"  # same cache as the reader: keys hash (model, messages, params)
 
 
+ClientFactory = Callable[[LLMConfig, str, str], "LLMClient"]
+_FACTORY: list[ClientFactory] = []
+
+
+def set_client_factory(factory: ClientFactory) -> None:
+    """Register how to build a client for an endpoint (resources/llm.py does, on import).
+
+    Why a hook: the library below never imports the Dagster resources layer above it.
+    """
+    _FACTORY[:] = [factory]
+    _judge_resource.cache_clear()
+
+
 @lru_cache(maxsize=8)
 def _judge_resource(cfg: LLMConfig, cache_dir: str, prices_path: str) -> LLMClient:
-    """One resource per judge endpoint (its concurrency gate and rate limit are shared by all judges)."""
-    from resources.llm import LLMResource
-
-    return LLMResource.from_config(cfg, cache_dir=cache_dir, prices_path=prices_path)
+    """One client per judge endpoint (its concurrency gate and rate limit are shared by all judges)."""
+    if not _FACTORY:
+        raise RuntimeError("no LLM client factory registered: import resources.llm first (the definitions do)")
+    return _FACTORY[0](cfg, cache_dir, prices_path)
 
 
 def judge_client(cfg: BenchmarkConfig, llm: LLMClient | None) -> LLMClient | None:

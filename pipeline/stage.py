@@ -28,7 +28,7 @@ from pipeline.partitions import dataset_of
 from pipeline.progress import Progress
 from pipeline.record_hash import failure_hash, question_hashes
 from pipeline.stage_index import StageIndex
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"

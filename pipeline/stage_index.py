@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from resources.storage import write_parquet_atomic
+from pipeline.store import write_parquet_atomic
 
 INDEX_DIR = "_index"
 COLUMNS = ("unit", "config_hash", "record_hash", "status", "error")

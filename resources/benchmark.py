@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from pipeline.config import BenchmarkConfig, config_path_from_env, load_config
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 
 class BenchmarkResource(dg.ConfigurableResource):

@@ -16,7 +16,7 @@ from pipeline.memory.systems import system_specs
 from pipeline.readers.base import ANSWERS_PAYLOAD
 from pipeline.records import QUESTIONS_SCHEMA, SESSIONS_SCHEMA, QuestionRow, SessionRow, rows_to_table
 from pipeline.stage import UnitResult, WorkItem, stage_schema
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 SYSTEMS = (ComponentConfig(name="rag", kind="rag"), ComponentConfig(name="full", kind="full_context"))
 SESSION = SessionRow("d", "s1", "session_1", "1:56 pm on 8 May, 2023", dt.datetime(2023, 5, 8, 13, 56), None, 2)

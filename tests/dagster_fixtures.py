@@ -16,8 +16,8 @@ from assets.layout import STAGES
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
 from assets.stages import build_stage_assets, question_partitions
 from pipeline.config import load_config
-from pipeline.resources_factory import build_resources
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
+from resources.factory import build_resources
 
 EXPECTED = {"done": dg.AssetPartitionStatus.MATERIALIZED, "failed": dg.AssetPartitionStatus.FAILED, "missing": None}
 

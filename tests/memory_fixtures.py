@@ -14,8 +14,8 @@ from pathlib import Path
 from pipeline.corpus import HaystackSession
 from pipeline.memory.base import Encoder
 from pipeline.records import CANONICAL_SCHEMAS, HaystackRow, QuestionRow, SessionRow, TurnRow, rows_to_table
+from pipeline.store import ResultStore
 from resources.embeddings import EmbeddingResource
-from resources.storage import ResultStore
 
 DATASET = "toy"
 HAYSTACK = "toy-haystack"

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from pipeline.catalog_views import USER_DATABASE
-from resources.storage import ResultStore, open_catalog
+from pipeline.store import ResultStore, open_catalog
 
 
 def _questions(n: int) -> pa.Table:
@@ -76,7 +76,7 @@ def test_objects_that_cannot_be_copied_keep_the_old_file(
 ) -> None:
     _user_session(store, "CREATE MACRO twice(x) AS 2 * x")
     before = store.catalog_path.read_bytes()
-    with caplog.at_level(logging.WARNING, logger="resources.storage"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.store"):
         assert store.refresh_catalog() == []
     assert store.catalog_path.read_bytes() == before
     assert "macro twice" in caplog.text and USER_DATABASE in caplog.text
@@ -100,7 +100,7 @@ def test_catalog_open_read_write_elsewhere_is_not_replaced(
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         inode = store.catalog_path.stat().st_ino
-        with caplog.at_level(logging.WARNING, logger="resources.storage"):
+        with caplog.at_level(logging.WARNING, logger="pipeline.store"):
             assert store.refresh_catalog() == []
         assert store.catalog_path.stat().st_ino == inode
         assert "open read-write in another process" in caplog.text

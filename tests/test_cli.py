@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from pipeline.cli import format_table, main
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 NOW = dt.datetime(2025, 1, 1)
 

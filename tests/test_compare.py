@@ -16,7 +16,7 @@ from pipeline.metrics.stats import mcnemar_exact_p, paired_bootstrap
 from pipeline.report.build import collect
 from pipeline.report.compare import TEST_BOOTSTRAP, TEST_MCNEMAR, CompareRow, compare_runs
 from pipeline.report.refresh import write_report_files
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 from tests.report_fixtures import F1_SCORES, build_full_store
 
 

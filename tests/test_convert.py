@@ -17,7 +17,7 @@ from pipeline.datasets.convert import MANIFEST, STAGING_DIR, TABLES
 from pipeline.datasets.samples import LOCOMO_FILE, LONGMEMEVAL_S_FILE, MC10_FILE, SAMPLE_DIR
 from pipeline.records import CANONICAL_SCHEMAS
 from pipeline.schemas import CANONICAL_PANDERA
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 
 def dataset(name: str, loader: str, path: Path, limit: int | None = None) -> DatasetConfig:

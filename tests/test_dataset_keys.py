@@ -15,7 +15,7 @@ import pytest
 from pipeline.config import DatasetConfig
 from pipeline.datasets.convert import convert_dataset
 from pipeline.datasets.keys import dataset_keys
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 from tests.conftest import PROJECT_ROOT
 
 SAMPLES = PROJECT_ROOT / "pipeline" / "sample_data"

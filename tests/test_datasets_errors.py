@@ -18,7 +18,7 @@ from pipeline.datasets import LOADERS, DatasetFileError, convert_dataset
 from pipeline.datasets.base import KeyConflictFailure
 from pipeline.datasets.samples import LOCOMO_FILE, MC10_FILE, SAMPLE_DIR, build_longmemeval
 from pipeline.records import ParsedRecord
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 
 def lme_records() -> list[dict[str, Any]]:

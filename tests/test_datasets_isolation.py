@@ -28,7 +28,7 @@ from pipeline.datasets.convert import (
     recover_staging,
 )
 from pipeline.datasets.samples import build_longmemeval
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 
 def lme_records(n: int = 3) -> list[dict[str, Any]]:

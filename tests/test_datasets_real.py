@@ -15,7 +15,7 @@ import pytest
 from pipeline.config import DatasetConfig
 from pipeline.datasets import LOADERS, convert_dataset
 from pipeline.records import ParsedRecord
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 pytestmark = pytest.mark.shared_data
 

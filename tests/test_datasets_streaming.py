@@ -25,7 +25,7 @@ CHILD = """
 import json, resource, sys
 from pipeline.config import DatasetConfig
 from pipeline.datasets import convert_dataset
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 before = rss()
 ds = DatasetConfig(name="big", loader="longmemeval", path=sys.argv[1])

@@ -12,9 +12,9 @@ from assets.embeddings import ProgressReporter, build_embeddings, collect_unit_t
 from pipeline.config import load_config
 from pipeline.embedding_cache import EmbeddingCache, embeddings_dir
 from pipeline.records import SESSIONS_SCHEMA, TURNS_SCHEMA, SessionRow, TurnRow, rows_to_table
+from pipeline.store import ResultStore
 from resources.benchmark import BenchmarkResource
 from resources.embeddings import EmbeddingResource, EmbedProgress
-from resources.storage import ResultStore
 
 
 def _turn(ds: str, session: str, pos: int, role: str, text: str, speaker: str | None = None) -> TurnRow:

@@ -24,7 +24,7 @@ import yaml
 
 from pipeline.config import load_config
 from pipeline.definitions import partition_keys
-from resources.storage import ResultStore, open_catalog
+from pipeline.store import ResultStore, open_catalog
 from tests.conftest import PROJECT_ROOT
 from tests.dagster_fixtures import status_mismatches
 

@@ -12,7 +12,7 @@ import yaml
 from pipeline.config import load_config
 from pipeline.memory.base import INGESTION_PAYLOAD, RETRIEVALS_PAYLOAD
 from pipeline.stage import stage_schema
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 from tests.dagster_fixtures import run_stages
 from tests.memory_fixtures import DATASET, HAYSTACK_2, question, write_toy_dataset
 

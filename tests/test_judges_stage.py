@@ -10,8 +10,8 @@ from pipeline.config import ComponentConfig
 from pipeline.judges.run import JudgmentRun, judgment_units
 from pipeline.readers.run import answer_units
 from pipeline.stage import STATUS_FAILED, STATUS_OK, UnitResult, WorkItem
+from pipeline.store import ResultStore
 from resources.llm import LLMResource
-from resources.storage import ResultStore
 from tests.answer_fixtures import config, unit_row, write_canonical, write_results, write_stage
 from tests.fake_openai_server import FakeOpenAIServer, Fault
 from tests.judge_fixtures import MC_CHOICES, question

@@ -15,8 +15,8 @@ from pipeline.judges.base import judges_for
 from pipeline.judges.run import JudgmentRun, judgment_units
 from pipeline.ratelimit import RateLimiter
 from pipeline.readers.run import answer_units
+from pipeline.store import ResultStore
 from resources.llm import LLMResource
-from resources.storage import ResultStore
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.llm_fixtures import llm, server
 

@@ -20,7 +20,7 @@ import yaml
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
 from pipeline.config import load_config
 from pipeline.definitions import build_defs, partition_keys
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 from tests.conftest import PROJECT_ROOT
 from tests.dagster_fixtures import status_mismatches
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server

@@ -22,7 +22,7 @@ import pytest
 
 from pipeline.config import load_config
 from pipeline.definitions import build_defs, partition_keys
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 from tests.conftest import PROJECT_ROOT
 from tests.dagster_fixtures import status_mismatches
 from tests.fake_openai_server import running_fake_server

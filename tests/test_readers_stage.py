@@ -11,8 +11,8 @@ from pipeline.memory.base import Encoder
 from pipeline.readers.base import ReaderConfigError, ReaderDeps
 from pipeline.readers.run import AnswerRun, answer_units, build_readers, needs
 from pipeline.stage import STATUS_FAILED, STATUS_OK, WorkItem
+from pipeline.store import ResultStore
 from resources.llm import LLMResource
-from resources.storage import ResultStore
 from tests.answer_fixtures import (
     config,
     retrieval_payload,

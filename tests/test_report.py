@@ -39,8 +39,8 @@ from pipeline.records import (
 from pipeline.report.retrieval_table import table_path
 from pipeline.report.summary import summarize_for_cli
 from pipeline.stage import stage_schema
+from pipeline.store import ResultStore, open_catalog
 from resources.benchmark import BenchmarkResource
-from resources.storage import ResultStore, open_catalog
 
 L3 = math.log2(3)
 

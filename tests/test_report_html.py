@@ -14,7 +14,7 @@ import pytest
 from pipeline.report import html as report_html
 from pipeline.report.build import collect
 from pipeline.report.refresh import write_report_files
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 from tests.report_fixtures import build_full_store
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -22,7 +22,7 @@ from pipeline.metrics.retrieval import OUTCOME_EXCLUDED_ABSTENTION, OUTCOME_EXCL
 from pipeline.report.retrieval_table import build_dataset_table, load_gold
 from pipeline.report.sql import query_rows
 from pipeline.stage import stage_schema
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 pytestmark = pytest.mark.shared_data
 

@@ -13,7 +13,7 @@ import pytest
 from pipeline.config import PROJECT_ROOT
 from pipeline.metrics.stats import bootstrap_mean_ci, wilson_interval
 from pipeline.report.schema_docs import VIEW_DOCS, catalog_columns, column_doc, markdown
-from resources.storage import ResultStore, open_catalog
+from pipeline.store import ResultStore, open_catalog
 from tests.report_fixtures import F1_SCORES, build_full_store
 
 README = PROJECT_ROOT / "README.md"

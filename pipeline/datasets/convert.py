@@ -53,7 +53,7 @@ from pipeline.records import (
     QuestionRow,
 )
 from pipeline.slicing import sliced
-from resources.storage import ResultStore, write_parquet_atomic
+from pipeline.store import ResultStore, write_parquet_atomic
 
 MANIFEST = "_manifest.json"
 DATASET_FAILURES_DIR = "dataset_failures"  # parquet/dataset_failures/<dataset>.parquet

@@ -31,7 +31,7 @@ from pipeline.datasets.categories import (
     mc10_unverified_name,
 )
 from pipeline.families import FAMILY_LOCOMO, FAMILY_MC10, dataset_family
-from resources.storage import ResultStore, write_parquet_atomic
+from pipeline.store import ResultStore, write_parquet_atomic
 
 CROSSCHECK_TABLE = "mc10_crosscheck"
 

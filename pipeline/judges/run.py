@@ -26,7 +26,7 @@ from pipeline.readers.base import LLMClient
 from pipeline.readers.run import answer_units, guarded, rows_by_unit, upstream_error
 from pipeline.records import QuestionRow
 from pipeline.stage import UnitResult, UnitSpec, WorkItem, timed
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 ANSWERS = "answers"
 Log = Callable[[str], None]

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from pipeline.memory.base import MemoryUnit
 from pipeline.partitions import sanitize
-from resources.storage import ResultStore, write_parquet_atomic
+from pipeline.store import ResultStore, write_parquet_atomic
 
 MEMORY_STAGE_DIR = "memory"
 _META_KEY = b"membench.memory_checkpoint"

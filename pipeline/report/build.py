@@ -20,7 +20,7 @@ from pipeline.catalog_views import create_report_views
 from pipeline.report.definitions import REPORT_DEFINITIONS, judge_metric_definitions
 from pipeline.report.questions import QuestionView, dataset_questions
 from pipeline.report.sql import query_rows, view_names
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 RESULTS_JSON = "results.json"
 REPORT_HTML = "report.html"

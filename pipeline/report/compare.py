@@ -22,7 +22,7 @@ from typing import Any
 from pipeline.config import ConfigError, load_config
 from pipeline.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, mcnemar_exact_p, paired_bootstrap
 from pipeline.report.sql import query_rows, view_names
-from resources.storage import CATALOG_NAME, ResultStore
+from pipeline.store import CATALOG_NAME, ResultStore
 
 TEST_MCNEMAR = "mcnemar_exact"
 TEST_BOOTSTRAP = "paired_bootstrap"

@@ -18,7 +18,7 @@ from pipeline.report.build import (
     write_json,
     write_pages,
 )
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 
 def write_report_files(store: ResultStore, data: ReportData) -> tuple[Path, Path]:

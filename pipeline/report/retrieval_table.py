@@ -40,7 +40,7 @@ from pipeline.metrics.retrieval import (
 )
 from pipeline.records import LEVEL_SESSION, EvidenceRow, TurnRow
 from pipeline.report.sql import query_rows, view_names
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 TABLE = "retrieval_metrics"
 UNKNOWN_TYPE = "(unknown)"

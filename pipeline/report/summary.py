@@ -15,7 +15,7 @@ from pipeline.catalog_views import create_report_views
 from pipeline.report.build import EXAMPLE_SQL, REPORT_HTML, RESULTS_JSON
 from pipeline.report.definitions import reader_display
 from pipeline.report.sql import query_rows
-from resources.storage import ResultStore
+from pipeline.store import ResultStore
 
 HEADLINE_SQL = """
 SELECT dataset, system, reader, reader_label, metric, headline_value, aggregate, ci_low, ci_high,

@@ -202,7 +202,7 @@ def _retrieval_headline_cte(has_metrics: bool, present: Sequence[str] = METRIC_C
 
 def _dataset_questions_cte(has_failures: bool) -> str:
     """Questions per dataset, counting records that failed to load (their stages hold failed rows)."""
-    from resources.storage import LOAD_FAILURE_KEY_SQL  # records without a readable id count too
+    from pipeline.store import LOAD_FAILURE_KEY_SQL  # records without a readable id count too
 
     failures = f" UNION ALL SELECT dataset, {LOAD_FAILURE_KEY_SQL} FROM load_failures" if has_failures else ""
     return (

@@ -15,9 +15,9 @@ import os
 import tempfile
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-import dagster as dg
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -139,8 +139,13 @@ FROM progress GROUP BY ALL ORDER BY dataset, stage
 """
 
 
-class ResultStore(dg.ConfigurableResource):
-    """Parquet files under ``results_dir`` and the DuckDB catalog ``results_dir/results.duckdb``."""
+@dataclass(frozen=True)
+class ResultStore:
+    """Parquet files under ``results_dir`` and the DuckDB catalog ``results_dir/results.duckdb``.
+
+    A plain value (no Dagster): every stage, report and CLI command builds one from the config's
+    ``results_dir``; the ``benchmark`` resource (resources/benchmark.py) hands it to the assets.
+    """
 
     results_dir: str = "results/sample"
 
