@@ -15,7 +15,8 @@ import hashlib
 import re
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,31 @@ SHARD_GLOB = "part-*.parquet"
 COMPACT_BELOW_ROWS = 10_000  # shards smaller than this are merged by ``compact``
 
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+_SHORT_TEXT_CALLS: ContextVar[bool] = ContextVar("membench_short_text_encode_calls", default=False)
+
+
+@contextlib.contextmanager
+def short_text_calls() -> Iterator[None]:
+    """Mark the encode calls made inside the block as batches of short texts (reader spans).
+
+    Why: the offline reader embeds hundreds of ~22-token sentences per question, which run 2-4x
+    faster on one torch thread than on two on a busy 2-core machine; the cached encoder embeds
+    such calls with its ``encode_threads`` (resources/embeddings.py). Calls outside the block
+    (question texts at retrieval, bulk unit texts) keep ``num_threads``, so their vectors, and
+    the retrievals computed from them, are bit-identical to before. Per thread / async task.
+    """
+    token = _SHORT_TEXT_CALLS.set(True)
+    try:
+        yield
+    finally:
+        _SHORT_TEXT_CALLS.reset(token)
+
+
+def in_short_text_calls() -> bool:
+    """True inside ``short_text_calls()``."""
+    return _SHORT_TEXT_CALLS.get()
 
 
 class EmbeddingCacheError(RuntimeError):

@@ -120,8 +120,8 @@ class ModelSpec:
     batch_size: int
     num_threads: int
     workers: int = 1
-    # torch threads for per-question ``encode`` calls (queries, reader spans); bulk ``ensure`` uses
-    # ``num_threads``. Why 1: see ENCODE_THREADS.
+    # torch threads for encode calls inside embedding_cache.short_text_calls() (the offline reader's
+    # spans); every other call uses ``num_threads``. Why 1: resources/embeddings.py ENCODE_THREADS.
     encode_threads: int = 1
 
     @classmethod

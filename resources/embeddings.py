@@ -39,7 +39,7 @@ import dagster as dg
 import numpy as np
 
 from pipeline.config import EmbeddingConfig
-from pipeline.embedding_cache import EmbeddingCache, embeddings_dir, text_hash
+from pipeline.embedding_cache import EmbeddingCache, embeddings_dir, in_short_text_calls, text_hash
 from pipeline.embedding_spec import (  # noqa: F401 (re-exported: the resource's public names)
     BACKENDS,
     BUNDLED_ALIASES,
@@ -59,10 +59,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 CHUNK_TEXTS = 1024  # texts per model call and per cache shard: bounds the work a kill loses
 CHARS_PER_TOKEN = 4.0  # English WordPiece average, only used to weight progress / ETA
-# Torch threads of the small per-question encode calls (a question, <= 400 reader spans of ~22
-# tokens). Measured on the shared 2-core box (load 3-4, 1,500 LongMemEval_S reader spans, bf16,
-# batch 64): 1 thread 280-297 texts/s, 2 threads 65-127 texts/s (intra-op threads wait at
-# barriers for each other when the other core is busy); batch 128/256 was slower, not faster.
+# Torch threads of encode calls made inside pipeline.embedding_cache.short_text_calls() (the
+# offline reader's <= 400 sentence spans of ~22 tokens per question). Measured on the shared
+# 2-core box (load 3-4, 1,500 LongMemEval_S reader spans, bf16, batch 64): 1 thread 280-297
+# texts/s, 2 threads 65-127 texts/s (intra-op threads wait at barriers for each other when the
+# other core is busy); batch 128/256 was slower, not faster. Whole turns (~250 tokens) are the
+# other way round (2 threads 56-72 texts/s, 1 thread 36-53): bulk and query calls keep num_threads.
 ENCODE_THREADS = 1
 
 
@@ -305,7 +307,8 @@ class CachedEncoder:
         """(len(texts), dim) float32 L2-normalized vectors, in input order."""
         hashes = [text_hash(t) for t in texts]
         with self._lock:
-            self._embed_missing(texts, hashes, None, threads=self.spec.encode_threads, bulk=False)
+            threads = self.spec.encode_threads if in_short_text_calls() else None
+            self._embed_missing(texts, hashes, None, threads=threads, bulk=False)
             if not hashes:
                 return np.zeros((0, self.dim), dtype=np.float32)
             return self.cache.get(hashes)

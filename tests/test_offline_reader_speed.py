@@ -1,10 +1,11 @@
 """The offline reader's span vectors (issue 14 item 1): same predictions on the fast path, spans
 embedded once by content across systems and questions, no worker pool for per-question calls.
 
-The fast path is ``encode_threads=1`` for per-question encode calls (resources/embeddings.py,
-ENCODE_THREADS); before it, those calls ran with ``num_threads`` (all CPUs). bf16 vectors move by
-up to ~1e-3 between thread counts, so the test checks that the predictions, not the vectors, are
-unchanged, on every question of the bundled samples with its whole haystack as context.
+The fast path is ``encode_threads=1`` for the reader's span calls (marked
+``pipeline.embedding_cache.short_text_calls()``; resources/embeddings.py ENCODE_THREADS); before
+it, they ran with ``num_threads`` (all CPUs), as every other encode call still does. bf16 vectors
+move by ~1e-4 in cosine between thread counts, so the test checks that the predictions, not the
+vectors, are unchanged, on every question of the bundled samples with its whole haystack as context.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import resources.embeddings as embeddings_mod
+from pipeline.embedding_cache import short_text_calls
 from pipeline.memory.base import RetrievalResult, RetrievedUnit
 from pipeline.readers.base import ReaderDeps, ReadInput, build_reader
 from pipeline.readers.offline import unit_spans
@@ -117,3 +119,22 @@ def test_per_question_encode_never_starts_a_worker_pool(tmp_path: Path, monkeypa
     vecs = encoder.encode(texts)
     assert vecs.shape == (300, encoder.dim)
     assert len(encoder.cache) == 300
+
+
+def test_only_marked_calls_use_encode_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Query and bulk calls keep ``num_threads`` (their vectors, hence retrievals, as before)."""
+    encoder = EmbeddingResource(num_threads=2, encode_threads=1).encoder(tmp_path)
+    model = encoder.model
+    seen: list[int | None] = []
+    real = model.encode
+
+    def spy(texts: list[str], threads: int | None = None) -> object:
+        seen.append(threads)
+        return real(texts, threads)
+
+    monkeypatch.setattr(model, "encode", spy)
+    encoder.encode(["Where did the user go hiking last spring?"])  # a query, as retrieval embeds it
+    with short_text_calls():
+        encoder.encode(["user: We went to Yosemite.", "It rained the whole weekend."])
+    encoder.ensure(["user: a whole turn, embedded in bulk by the embeddings asset"])
+    assert seen == [None, 1, None]  # None = the spec's num_threads (2)

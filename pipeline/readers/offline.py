@@ -23,8 +23,11 @@ folder, whichever system, question or rerun meets it again; a span that is a who
 text reuses the embeddings asset's vector. On a 230-question slice of configs/shared.yaml the
 reader asked for 164,459 span/question texts and 11,941 reached the model
 (benchmarks/offline_reader_replay.py): what remains is one forward pass per distinct sentence,
-which exact predictions require. Those per-question calls run on one torch thread
-(resources/embeddings.py ENCODE_THREADS), 2.4x less CPU than two threads on the shared box.
+which exact predictions require. Those calls are marked ``short_text_calls()`` and run on one
+torch thread (resources/embeddings.py ENCODE_THREADS): 2.4x less CPU than two threads on the
+shared box. Query vectors (retrieval) keep the encoder's thread count: a different thread count
+moves bf16 vectors by ~1e-4 in cosine, which moved the retrievals' semantic scores and flipped
+one near-tie answer of 1,070 when queries also ran on one thread.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import numpy as np
 from pydantic import Field
 
 from pipeline.config import BenchmarkConfig
+from pipeline.embedding_cache import short_text_calls
 from pipeline.judges.text import keywords
 from pipeline.memory.base import Encoder, RetrievedUnit
 from pipeline.readers.base import (
@@ -175,7 +179,8 @@ class OfflineReader:
         spans = unit_spans(item.retrieval.units, self.params.max_spans)
         if not spans:
             return Answer(ABSTENTION_ANSWER, None, False, self.model_id(), cost_usd=0.0)
-        vecs = self.encoder.encode([q.question, *(s.embed_text for s in spans)])
+        with short_text_calls():  # one torch thread for these short sentences (see the module doc)
+            vecs = self.encoder.encode([q.question, *(s.embed_text for s in spans)])
         sims = np.asarray(vecs[1:] @ vecs[0], dtype=np.float64)
         span, sim = best_span(q.question, spans, sims)
         if sim < self.params.abstain_below:
