@@ -1,6 +1,6 @@
 """The ``judgments`` asset: every chosen judge scores every answer (metric names pinned).
 
-Judges per dataset kind (pipeline.judges.base.judges_for): the config's ``judges:`` or the
+Judges per dataset kind (pipeline.judges.select.judges_for): the config's ``judges:`` or the
 defaults; LLM judges need the config's ``llm:`` block and are listed as unavailable otherwise
 (asset metadata ``judges_unavailable``), never replaced by another judge. A failed answer gives a
 failed judgment ("answer failed: ..."), never a wrong one. The logic lives in
@@ -16,12 +16,10 @@ from pipeline.config import BenchmarkConfig
 from pipeline.judges.base import (
     JUDGMENTS_PAYLOAD,
     JudgeConfigError,
-    check_judges,
     dataset_kind,
-    judges_for,
-    unavailable_judges,
 )
 from pipeline.judges.run import JudgmentRun
+from pipeline.judges.select import check_judges, judges_for, unavailable_judges
 from pipeline.readers.base import LLMClient
 from pipeline.registry import RegistryError
 from pipeline.stage import QuestionStage, StageOutcome

@@ -17,6 +17,7 @@ the load-time requirement checks (pipeline/definitions.py and ``membench check-c
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -168,9 +169,8 @@ def entry_label(section: str, index: int | None, name: str) -> str:
 # ---- the three sections ------------------------------------------------------------------------
 def _memory_registry() -> Registry[type[MemorySystem]]:
     from pipeline.memory.base import MEMORY_SYSTEMS
-    from pipeline.memory.systems import load_memory_systems
 
-    load_memory_systems()
+    importlib.import_module("pipeline.memory")  # the package registers every built-in system (by name, like plugins)
     return MEMORY_SYSTEMS
 
 

@@ -26,10 +26,8 @@ from pipeline.judges.base import (
     JudgeContext,
     JudgeInput,
     dataset_kind,
-    judges_for,
     load_judges,
     metric_info,
-    unavailable_judges,
 )
 from pipeline.judges.lme import lme_contains_normalized
 from pipeline.judges.locomo import (
@@ -43,6 +41,7 @@ from pipeline.judges.locomo import (
     normalize_answer,
 )
 from pipeline.judges.mc import confusion_matrix, mc_accuracy
+from pipeline.judges.select import judges_for, unavailable_judges
 from pipeline.registry import RegistryError
 from tests.judge_fixtures import lme, locomo, mc
 

@@ -11,8 +11,8 @@ import yaml
 
 from pipeline.config import BenchmarkConfig, ComponentConfig, LLMConfig, load_config
 from pipeline.judge_endpoint import judge_client
-from pipeline.judges.base import judges_for
 from pipeline.judges.run import JudgmentRun, judgment_units
+from pipeline.judges.select import judges_for
 from pipeline.ratelimit import RateLimiter
 from pipeline.readers.run import answer_units
 from pipeline.store import ResultStore

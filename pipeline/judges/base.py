@@ -16,24 +16,20 @@ Outcomes of judging one answer:
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, create_model
 
-from pipeline.config import BenchmarkConfig, ComponentConfig
 from pipeline.families import FAMILY_LOCOMO, FAMILY_LONGMEMEVAL, FAMILY_MC10, UnknownFamilyError, dataset_family
-from pipeline.judge_endpoint import judge_client
 from pipeline.readers.base import LLMClient
 from pipeline.records import QuestionRow
 from pipeline.registry import Registry
-
-if TYPE_CHECKING:
-    from pipeline.config_resolve import ComponentSpec
 
 # ---- pinned metric names (one definition each; reports use these constants) ---------------
 METRIC_MC_ACCURACY = "mc_accuracy"
@@ -152,11 +148,18 @@ def register(spec: JudgeSpec) -> JudgeSpec:
     return spec
 
 
+BUILTIN_JUDGE_MODULES = (
+    "pipeline.judges.lme",
+    "pipeline.judges.locomo",
+    "pipeline.judges.mc",
+    "pipeline.judges.llm_judges",
+)
+
+
 def load_judges() -> Registry[JudgeSpec]:
     """The registry with every built-in judge registered (imports are the registration)."""
-    from pipeline.judges import llm_judges, lme, locomo, mc
-
-    del lme, llm_judges, locomo, mc  # imported for their registrations only
+    for module in BUILTIN_JUDGE_MODULES:  # discovered by name, like plugins: they import this module
+        importlib.import_module(module)
 
     return JUDGES
 
@@ -193,61 +196,6 @@ class BoundJudge:
             default=str,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def bind_judge(cfg: ComponentConfig, llm: LLMClient | None, spec: ComponentSpec[JudgeSpec] | None = None) -> BoundJudge:
-    """One judge entry bound to the run's judge LLM: ``spec`` is its resolved entry (registry
-    lookup and params validated once, pipeline.config_resolve); without it (a default judge) the
-    entry is resolved here. An LLM judge without an LLM fails (never replaced by another judge)."""
-    if spec is None:
-        spec = _resolve_judge(cfg)
-    judge = spec.impl
-    if judge.needs_llm and llm is None:
-        raise JudgeConfigError(
-            f"judge {cfg.name!r} ({cfg.kind}) needs an LLM but the config has no 'llm:' block; "
-            "remove it from 'judges:' or configure an LLM (it is never replaced by another judge)"
-        )
-    params = spec.params_given()
-    model = (params.get("model") or judge.default_model or llm.model) if (judge.needs_llm and llm is not None) else None
-    return BoundJudge(cfg.name, judge, params, model)
-
-
-def _resolve_judge(cfg: ComponentConfig) -> ComponentSpec[JudgeSpec]:
-    from pipeline.config_resolve import JUDGE_SECTION, resolve_component
-
-    return resolve_component(JUDGE_SECTION, None, cfg, "judges")
-
-
-def judges_for(kind: str, dataset: str, cfg: BenchmarkConfig, llm: LLMClient | None) -> list[BoundJudge]:
-    """The judges run on ``dataset`` (of ``kind``): the config's ``judges:`` entries that apply to
-    the dataset and its kind when given, else the defaults (LLM judges only with an LLM)."""
-    from pipeline.config_resolve import resolved
-
-    llm = judge_client(cfg, llm)  # the config's judge_llm endpoint when it has one
-    if cfg.judges:
-        bound = [bind_judge(s.config, llm, s) for s in resolved(cfg).judges if s.applies_to(dataset)]
-        return [b for b in bound if kind in b.spec.kinds]
-    base, with_llm = DEFAULT_JUDGES[kind]
-    names = base + (with_llm if llm is not None else ())
-    return [bind_judge(ComponentConfig(name=n, kind=n), llm) for n in names]
-
-
-def check_judges(cfg: BenchmarkConfig, llm: LLMClient | None) -> None:
-    """Bind every configured judge once: unknown judge, bad params or an LLM judge without an
-    LLM fail the run at its start (JudgeConfigError / RegistryError), before any question."""
-    from pipeline.config_resolve import resolved
-
-    llm = judge_client(cfg, llm)
-    for s in resolved(cfg).judges:
-        bind_judge(s.config, llm, s)
-
-
-def unavailable_judges(kind: str, cfg: BenchmarkConfig, llm: LLMClient | None) -> list[tuple[str, str]]:
-    """(judge, reason) for default judges of ``kind`` that this run cannot use: the report lists
-    them as unavailable instead of silently showing another metric in their place."""
-    if cfg.judges or judge_client(cfg, llm) is not None:
-        return []
-    return [(n, "no LLM configured (config has no 'llm:' block)") for n in DEFAULT_JUDGES[kind][1]]
 
 
 def metric_info() -> dict[str, dict[str, str]]:

@@ -1,7 +1,7 @@
 """The judgments stage without Dagster: units, per-question judging, bounded concurrency.
 
 Units: ``"<system>/<reader>/<judge>"`` for every answer unit of the dataset x every judge chosen
-for the dataset's kind (pipeline.judges.base.judges_for). The unit hash covers the answer unit's
+for the dataset's kind (pipeline.judges.select.judges_for). The unit hash covers the answer unit's
 hash and the judge's definition (version, prompt fingerprint, params, judge model).
 
 A judgment needs its answer row: missing, failed or stale => the judgment unit fails with
@@ -20,7 +20,14 @@ from typing import Any
 from pipeline.config import BenchmarkConfig
 from pipeline.corpus import Corpus
 from pipeline.judge_endpoint import judge_client
-from pipeline.judges.base import BoundJudge, JudgeContext, JudgeInput, Verdict, dataset_kind, judges_for
+from pipeline.judges.base import (
+    BoundJudge,
+    JudgeContext,
+    JudgeInput,
+    Verdict,
+    dataset_kind,
+)
+from pipeline.judges.select import judges_for
 from pipeline.parallel import parallel_map
 from pipeline.readers.base import LLMClient
 from pipeline.readers.run import answer_units, guarded, rows_by_unit, upstream_error

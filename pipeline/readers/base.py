@@ -10,6 +10,7 @@ never be mistaken for an LLM's result in a report.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -127,11 +128,13 @@ def parse_params(model: type[P], params: Mapping[str, Any] | BaseModel, kind: st
         raise ReaderConfigError(f"reader kind {kind!r}: invalid params {dict(params)}: {exc}") from None
 
 
+BUILTIN_READER_MODULES = ("pipeline.readers.llm_reader", "pipeline.readers.offline")
+
+
 def load_readers() -> Registry[type[Reader]]:
     """The registry with the built-in readers registered (importing them is the registration)."""
-    from pipeline.readers import llm_reader, offline
-
-    del llm_reader, offline  # imported for their registrations only
+    for module in BUILTIN_READER_MODULES:  # discovered by name, like plugins: they import this module
+        importlib.import_module(module)
     return READERS
 
 
