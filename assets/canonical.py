@@ -18,18 +18,11 @@ from assets.layout import CANONICAL_TABLES, check_scope, key, prefix_of
 from pipeline.config import BenchmarkConfig
 from pipeline.datasets.convert import ConvertStats, convert_datasets
 from pipeline.datasets.crosscheck import CrosscheckResult, apply_mc10_crosscheck
+from pipeline.records import TABLES
 from pipeline.schemas import validate_table_file
 from pipeline.store import ResultStore
 from resources.benchmark import BenchmarkResource
 
-_DESCRIPTIONS = {
-    "questions": "One row per question: ids, partition key, raw + named type, answer, choices, dates.",
-    "sessions": "Sessions stored once per dataset, keyed by content hash; dates parsed + raw.",
-    "turns": "Turns of each session: speaker, role, text, has_answer, source id (e.g. D3:7).",
-    "haystacks": "Question haystack -> ordered session keys (a LoCoMo conversation is stored once).",
-    "evidence": "Gold units per question: turn ids and session keys.",
-    "data_quality": "Every known dataset quirk met: kind, record, raw value, action taken, count.",
-}
 CHECK_NAME = "pandera_schema"
 
 
@@ -172,7 +165,7 @@ def build_canonical(prefix: str, partition_keys: list[str], raw: list[dg.AssetKe
     return dg.multi_asset(
         name=f"{prefix}__canonical",
         specs=[
-            dg.AssetSpec(key(prefix, t), deps=raw, description=_DESCRIPTIONS[t], group_name=f"{prefix}_canonical")
+            dg.AssetSpec(key(prefix, t), deps=raw, description=TABLES[t].description, group_name=f"{prefix}_canonical")
             for t in CANONICAL_TABLES
         ],
         check_specs=[

@@ -14,8 +14,9 @@ import dagster as dg
 import psutil
 
 from pipeline.config import BenchmarkConfig
+from pipeline.records import CANONICAL_ASSET_TABLES
 
-CANONICAL_TABLES = ("questions", "sessions", "turns", "haystacks", "evidence", "data_quality")
+CANONICAL_TABLES = CANONICAL_ASSET_TABLES  # declared in pipeline.records
 STAGES = ("ingestion", "retrievals", "answers", "judgments")
 REPORTS = ("retrieval_report", "benchmark_report")
 # execution order of every step of a run (tables of one multi-asset share a position)

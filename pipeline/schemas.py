@@ -8,7 +8,7 @@ any embedding or LLM money is spent on bad data.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,127 +19,51 @@ import pandera.pandas as pa
 import pyarrow as pa_arrow
 import pyarrow.parquet as pq
 
-_str = pa.Column(str, nullable=False)
-_opt_str = pa.Column(str, nullable=True)
+from pipeline.records import CANONICAL_TABLES, Check, TableDef
 
-QUESTIONS = pa.DataFrameSchema(
-    {
-        "dataset": _str,
-        "question_id": _str,
-        "partition_key": pa.Column(str, pa.Check.str_matches(r"^[A-Za-z0-9_-]+$"), unique=True),
-        "record_index": pa.Column(int, pa.Check.ge(0)),
-        "type_raw": _str,
-        "type_name": _str,
-        "question": _str,
-        "answer": _opt_str,
-        "adversarial_answer": _opt_str,
-        "choices": pa.Column(object, nullable=True),
-        "correct_choice_index": pa.Column(float, pa.Check.in_range(0, 9), nullable=True, coerce=True),
-        "question_date_raw": _opt_str,
-        "is_abstention": pa.Column(bool),
-        "haystack_id": _str,
-    },
-    checks=[
-        pa.Check(
-            lambda df: df["answer"].notna() | df["adversarial_answer"].notna() | df["is_abstention"],
-            error="a non-abstention question has neither answer nor adversarial_answer",
-        ),
-        pa.Check(
-            lambda df: df["choices"].isna() | df["correct_choice_index"].notna(),
-            error="a multiple-choice question lacks correct_choice_index",
-        ),
-    ],
-    strict=False,
-    name="questions",
-)
-
-SESSIONS = pa.DataFrameSchema(
-    {
-        "dataset": _str,
-        "session_key": pa.Column(str, unique=True),
-        "source_session_id": _str,
-        "datetime_raw": _opt_str,
-        "summary": _opt_str,
-        "n_turns": pa.Column(int, pa.Check.ge(0)),
-    },
-    strict=False,
-    name="sessions",
-)
-
-TURNS = pa.DataFrameSchema(
-    {
-        "dataset": _str,
-        "session_key": _str,
-        "turn_id": pa.Column(str, unique=True),
-        "position": pa.Column(int, pa.Check.ge(0)),
-        "speaker": _str,
-        "role": pa.Column(str, pa.Check.isin(["user", "assistant"])),
-        "text": pa.Column(str, nullable=False),
-        "has_answer": pa.Column(bool),
-        "source_id": _opt_str,
-        "caption": _opt_str,
-    },
-    strict=False,
-    name="turns",
-)
-
-HAYSTACKS = pa.DataFrameSchema(
-    {
-        "dataset": _str,
-        "haystack_id": _str,
-        "position": pa.Column(int, pa.Check.ge(0)),
-        "session_key": _str,
-        "source_session_id": _str,
-    },
-    unique=["haystack_id", "position"],
-    strict=False,
-    name="haystacks",
-)
-
-EVIDENCE = pa.DataFrameSchema(
-    {
-        "dataset": _str,
-        "question_id": _str,
-        "partition_key": _str,
-        "level": pa.Column(str, pa.Check.isin(["turn", "session"])),
-        "unit_id": _str,
-        "source_id": _opt_str,
-    },
-    strict=False,
-    name="evidence",
-)
-
-DATA_QUALITY = pa.DataFrameSchema(
-    {
-        "dataset": _str,
-        "kind": _str,
-        "record_id": _opt_str,
-        "field": _opt_str,
-        "raw_value": _opt_str,
-        "action": _str,
-        "count": pa.Column(int, pa.Check.ge(1)),
-    },
-    strict=False,
-    name="data_quality",
-)
-
-CANONICAL_PANDERA: dict[str, pa.DataFrameSchema] = {
-    "questions": QUESTIONS,
-    "sessions": SESSIONS,
-    "turns": TURNS,
-    "haystacks": HAYSTACKS,
-    "evidence": EVIDENCE,
-    "data_quality": DATA_QUALITY,
+# pipeline.records declares every canonical table once (row dataclass + TableDef); its pandera
+# schema is derived here, where pandera is imported (the loaders never import it).
+_CHECKS: dict[str, Callable[..., pa.Check]] = {
+    "ge": pa.Check.ge,
+    "in_range": pa.Check.in_range,
+    "isin": pa.Check.isin,
+    "str_matches": pa.Check.str_matches,
 }
+
+
+def _check(check: Check) -> pa.Check:
+    return _CHECKS[check.kind](*check.args)
+
+
+def pandera_schema(table: TableDef) -> pa.DataFrameSchema:
+    """The table's pandera schema: every column pandera can check, its checks, keys and frame checks."""
+    columns = {
+        c.name: pa.Column(
+            c.pandera_dtype,
+            [_check(k) for k in c.checks],
+            nullable=c.nullable,
+            unique=c.unique,
+            coerce=c.coerce,
+        )
+        for c in table.columns
+        if c.pandera_dtype is not None
+    }
+    return pa.DataFrameSchema(
+        columns,
+        checks=[pa.Check(f.fn, error=f.error) for f in table.frame_checks],
+        unique=list(table.unique) or None,
+        strict=False,
+        name=table.name,
+    )
+
+
+CANONICAL_PANDERA: dict[str, pa.DataFrameSchema] = {t.name: pandera_schema(t) for t in CANONICAL_TABLES if t.asset}
 
 # ---- validation in bounded memory ----------------------------------------------------------
 # Uniqueness is the one check that spans rows of different batches: it is checked over the whole
 # file by DuckDB (a streaming aggregate that spills to disk), every other check batch by batch.
 UNIQUE_KEYS: dict[str, tuple[str, ...]] = {
-    "questions": ("partition_key",),
-    "sessions": ("session_key",),
-    "turns": ("turn_id",),
-    "haystacks": ("haystack_id", "position"),
+    t.name: key for t in CANONICAL_TABLES if t.asset and (key := t.unique_key()) is not None
 }
 VALIDATE_BATCH_ROWS = 5_000  # measured on 1.5 M turns: 530 MB peak at 5k rows, 660 MB at 20k, same time
 MAX_FAILURE_CASES = 20

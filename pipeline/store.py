@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.catalog_views import USER_DATABASE, CatalogKept, keep_user_objects
+from pipeline.records import CANONICAL_TABLES
 
 CATALOG_NAME = "results.duckdb"
 _log = logging.getLogger(__name__)
@@ -32,13 +33,7 @@ CATALOG_STORAGE_VERSION = "v1.5.0"
 
 # table name -> glob relative to <results_dir>/parquet
 TABLE_GLOBS: dict[str, str] = {
-    "questions": "canonical/*/questions.parquet",
-    "sessions": "canonical/*/sessions.parquet",
-    "turns": "canonical/*/turns*.parquet",
-    "haystacks": "canonical/*/haystacks.parquet",
-    "evidence": "canonical/*/evidence.parquet",
-    "data_quality": "canonical/*/data_quality.parquet",
-    "load_failures": "canonical/*/load_failures.parquet",
+    **{t.name: t.file_glob for t in CANONICAL_TABLES},  # declared in pipeline.records
     "dataset_failures": "dataset_failures/*.parquet",
     "mc10_crosscheck": "canonical/*/mc10_crosscheck.parquet",
     "embeddings": "embeddings/*/*.parquet",

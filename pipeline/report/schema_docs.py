@@ -18,14 +18,10 @@ from collections.abc import Iterable
 
 import duckdb
 
+from pipeline.records import CANONICAL_TABLES
+
 VIEW_DOCS: dict[str, str] = {
-    "questions": "one row per loaded question (canonical form of every dataset)",
-    "sessions": "conversation sessions of each haystack",
-    "turns": "conversation turns (the text memories index)",
-    "haystacks": "which sessions, in which order, form a question's haystack",
-    "evidence": "gold evidence units of each question (turns and sessions)",
-    "data_quality": "issues found while loading raw files and what was done about them",
-    "load_failures": "raw records that could not be loaded (their questions fail, counted apart)",
+    **{t.name: t.doc for t in CANONICAL_TABLES},  # declared in pipeline.records
     "dataset_failures": "dataset files that could not be loaded at all",
     "mc10_crosscheck": "LoCoMo-MC10 question types cross-checked against LoCoMo categories",
     "embeddings": "cached embedding vectors, one per (model variant, text hash)",
@@ -131,27 +127,7 @@ SHARED: dict[str, str] = {
 }
 
 VIEW_COLUMNS: dict[str, dict[str, str]] = {
-    "questions": {
-        "question": "the question text", "answer": "gold answer", "adversarial_answer": "LoCoMo adversarial answer",
-        "choices": "multiple-choice options (MC10)", "correct_choice_index": "index of the correct option",
-        "question_date_raw": "question date as given", "question_date": "question date, parsed",
-        "is_abstention": "LongMemEval abstention question (id ends in _abs)",
-    },
-    "sessions": {
-        "datetime_raw": "session date as given", "datetime": "session date, parsed", "summary": "session summary "
-        "shipped with the dataset", "n_turns": "turns in the session",
-    },
-    "turns": {
-        "turn_id": "turn id (LoCoMo D<s>:<t>)", "speaker": "speaker as given", "role": "user or assistant",
-        "has_answer": "LongMemEval: the turn holds the answer", "source_id": "the turn's id in the raw file",
-        "caption": "image caption (LoCoMo)", "position": "0-based position in the session",
-    },
-    "haystacks": {"position": "0-based position of the session in the haystack"},
-    "evidence": {"unit_id": "gold unit id (turn id or session key)", "source_id": "evidence id as given"},
-    "data_quality": {
-        "kind": "issue kind", "raw_value": "the offending raw value", "action": "what the loader did",
-        "count": "occurrences",
-    },
+    **{t.name: t.column_docs() for t in CANONICAL_TABLES},  # declared in pipeline.records
     "mc10_crosscheck": {
         "mc10_label": "MC10 question type", "locomo_category": "LoCoMo category number",
         "locomo_type_name": "LoCoMo category name", "mapping": "agrees / differs", "n": "questions",
