@@ -37,6 +37,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pipeline.datasets.sources import iter_json_array  # noqa: E402
+from pipeline.families import ABSTENTION_SUFFIX, is_abstention_id  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 SAMPLE = ROOT / "pipeline" / "sample_data" / "longmemeval_oracle_sample.json"
@@ -44,11 +46,11 @@ SAMPLE = ROOT / "pipeline" / "sample_data" / "longmemeval_oracle_sample.json"
 
 def write_slice(path: Path, n: int) -> list[str]:
     """``n`` questions in LongMemEval format: the sample's questions repeated with new ids and texts."""
-    base = json.loads(SAMPLE.read_text())
+    base = [rec for _, rec in iter_json_array(SAMPLE)]
     out = []
     for i in range(n):
         q = dict(base[i % len(base)])
-        suffix = "_abs" if q["question_id"].endswith("_abs") else ""
+        suffix = ABSTENTION_SUFFIX if is_abstention_id(q["question_id"]) else ""  # keep it an abstention
         q["question_id"] = f"slice{i:04d}{suffix}"
         q["question"] = f"{q['question']} (question {i})"  # unique prompts: the LLM cache must not answer
         out.append(q)
