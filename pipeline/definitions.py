@@ -67,7 +67,7 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
     keys = partition_keys(cfg)
     parts = question_partitions(keys)
     raw = raw_dataset_specs(prefix, cfg)
-    assets = [
+    assets: list[dg.AssetsDefinition | dg.AssetSpec] = [  # declared: the inferred join is a Dagster internal
         *raw,
         build_canonical(prefix, keys, [r.key for r in raw]),
         build_embeddings(prefix),
@@ -75,15 +75,12 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
         *build_reports(prefix, parts),
     ]
     tags = _job_tags(cfg, keys)
-    # the terminal shows INFO and up (stage progress bars, summaries), not every DEBUG engine event
-    quiet = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
     everything = dg.AssetSelection.assets(*[k for a in assets if isinstance(a, dg.AssetsDefinition) for k in a.keys])
     answering = [key(prefix, n) for n in ("answers", "judgments", REPORTS[1])]
     full_benchmark = dg.define_asset_job(
         "full_benchmark",
         selection=everything,
         tags=tags,
-        config=quiet,
         description=(
             f"Config {prefix} ({cfg.source}) end to end: canonical tables, embeddings, memory ingestion, retrieval, "
             "answers, judgments, reports, over every question (a run over the whole partition range; questions "
@@ -95,7 +92,6 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
         "retrieval_benchmark",
         selection=everything - dg.AssetSelection.assets(*answering),
         tags=tags,
-        config=quiet,
         description="Retrieval only (no reader, no judge): canonical, embeddings, ingestion, retrieval, its report.",
         executor_def=dg.in_process_executor,
     )
@@ -103,7 +99,6 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
         "question_stages",
         selection=dg.AssetSelection.assets(*[key(prefix, s) for s in STAGES]),
         tags=tags,
-        config=quiet,
         description=(
             "The four per-question stages only (no canonical, embeddings or reports), over every question or "
             "the range given by --tags '{\"dagster/asset_partition_range_start\": A, \"..._end\": B}'."
