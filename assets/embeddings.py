@@ -12,9 +12,9 @@ a killed run resumes where it stopped.
 import hashlib
 import sys
 import time
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Protocol
 
 import dagster as dg
 import pyarrow as pa
@@ -36,6 +36,12 @@ LOG_EVERY_S = 30.0
 TEXT_BATCH_ROWS = 20_000
 
 
+class HashContainer(Protocol):
+    """What ``cached`` must offer: membership of a text hash (an EmbeddingCache, a set of hashes)."""
+
+    def __contains__(self, text_hash: str, /) -> bool: ...
+
+
 @dataclass
 class UnitTexts:
     """Unique unit texts (first-seen order) and how many units they stand for.
@@ -49,7 +55,7 @@ class UnitTexts:
     unique: int = 0  # distinct texts, cached or not
     per_dataset: dict[str, int] = field(default_factory=dict)
 
-    def add(self, dataset: str, texts: Iterable[str], seen: set[bytes], cached: Container[str] | None) -> None:
+    def add(self, dataset: str, texts: Iterable[str], seen: set[bytes], cached: HashContainer | None) -> None:
         """Count ``texts``; keep each new one (``seen`` holds sha256 digests, 32 bytes a text)."""
         n = 0
         for t in texts:
@@ -101,13 +107,13 @@ def _summary_texts(store: ResultStore, dataset: str) -> list[str]:
     return [s.strip() for s in column if s and s.strip()]
 
 
-def collect_unit_texts(store: ResultStore, cfg: BenchmarkConfig, cached: Container[str] | None = None) -> UnitTexts:
+def collect_unit_texts(store: ResultStore, cfg: BenchmarkConfig, cached: HashContainer | None = None) -> UnitTexts:
     """Every text a memory system embeds: turns of ``index_roles`` (None = all) and summaries.
 
     ``cached`` (hash -> vector container, e.g. ``EmbeddingCache``): texts already in it are
     counted but not kept. Turns are streamed; memory holds the digests and the kept texts.
     """
-    out, seen = UnitTexts(), set()
+    out, seen = UnitTexts(), set[bytes]()
     for ds in cfg.datasets:
         out.add(ds.name, _turn_text_batches(store, ds.name, ds.index_roles), seen, cached)
         out.add(ds.name, _summary_texts(store, ds.name), seen, cached)

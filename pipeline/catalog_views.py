@@ -102,7 +102,10 @@ def keep_user_objects(con: duckdb.DuckDBPyConnection, old_catalog: Path) -> list
 
 
 def _copy_user_objects(con: duckdb.DuckDBPyConnection, old_catalog: Path) -> list[str]:
-    new_db = con.execute("SELECT current_database()").fetchone()[0]
+    row = con.execute("SELECT current_database()").fetchone()
+    if row is None:
+        raise RuntimeError("DuckDB returned no row for SELECT current_database()")
+    new_db = row[0]
     ours = _objects(con, new_db)
     our_names = {n for kind in ("view", "macro") for _, n, _ in ours[kind]}
     old = _objects(con, _OLD)

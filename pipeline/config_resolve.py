@@ -189,13 +189,13 @@ def _judge_registry() -> Registry[JudgeSpec]:
 def _check_memory_system(obj: object) -> type[MemorySystem]:
     cls = require_class(obj, "memory system", MEMORY_SYSTEM_ATTRIBUTES)
     _require_params_model(cls)
-    return cls  # type: ignore[return-value]  # checked structurally above
+    return cls  # checked structurally above
 
 
 def _check_reader(obj: object) -> type[Reader]:
     cls = require_class(obj, "reader", READER_ATTRIBUTES)
     _require_params_model(cls)
-    return cls  # type: ignore[return-value]  # checked structurally above
+    return cls  # checked structurally above
 
 
 def _check_judge(obj: object) -> JudgeSpec:
@@ -350,7 +350,8 @@ def check_config(cfg: BenchmarkConfig) -> ResolvedConfig:
         except UnknownFamilyError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     res = resolved(cfg)
-    for spec in (*res.memory_systems, *res.readers, *res.judges):
+    specs: tuple[ComponentSpec[Any], ...] = (*res.memory_systems, *res.readers, *res.judges)
+    for spec in specs:
         if not _needs_llm(spec):
             continue
         endpoint = (cfg.judge_llm or cfg.llm) if spec.section == SECTION_JUDGES else cfg.llm

@@ -163,7 +163,9 @@ def parse_completion(body: str) -> Completion:
         raise MalformedReply(f"choices[0].message.content is not text (finish_reason={finish!r})")
     if not text.strip():
         raise MalformedReply(f"empty completion text (finish_reason={finish!r})")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     model = data.get("model")
     return Completion(
         text=text,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -326,7 +326,7 @@ class QuestionStage:
         return self.outcome
 
 
-def _guarded(compute: Compute, todo: list[WorkItem]) -> Iterator[tuple[str, list[UnitResult]]]:
+def _guarded(compute: Compute, todo: list[WorkItem]) -> Generator[tuple[str, list[UnitResult]], None, None]:
     """Yield compute's results; an exception escaping compute fails only the unfinished items."""
     if not todo:
         return

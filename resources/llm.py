@@ -26,11 +26,12 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 import dagster as dg
 import openai
+from openai.types.chat import ChatCompletionMessageParam
 from pydantic import Field, PrivateAttr
 
 from pipeline.config import PROJECT_ROOT, BenchmarkConfig, LLMConfig
@@ -349,8 +350,11 @@ class LLMResource(dg.ConfigurableResource):
             rt.limiter.acquire()
         with rt.gate:
             try:
+                # normalise_messages checked each is a {role: str, content: str} mapping; the SDK's
+                # TypedDict union of message params cannot be narrowed to from dict[str, Any] statically
+                sdk_messages = cast("list[ChatCompletionMessageParam]", messages)
                 raw = client.chat.completions.with_raw_response.create(
-                    model=model, messages=messages, extra_body=extra
+                    model=model, messages=sdk_messages, extra_body=extra
                 )
                 body = raw.text
             except openai.APIStatusError as exc:

@@ -25,7 +25,7 @@ of the shared datasets and in each loader's docstring.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +33,8 @@ from pipeline.partitions import KeyRegistry, PartitionKeyCollision, partition_ke
 from pipeline.records import LoadFailure, ParsedRecord, QualityIssue
 from pipeline.registry import Registry
 
-LoaderFn = Callable[[Path, str], Iterator[ParsedRecord]]
+# a generator, not just an iterator: a conversion stopped early (limit, error) closes it (contextlib.closing)
+LoaderFn = Callable[[Path, str], Generator[ParsedRecord, None, None]]
 LOADERS: Registry[LoaderFn] = Registry("dataset loader")
 
 # Bump when a loader's output changes for the same input: the converter's manifest then forces a

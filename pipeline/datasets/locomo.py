@@ -21,7 +21,7 @@ Evidence: turn level from the repaired D ids; session level = the sessions of th
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -65,7 +65,7 @@ class Conversation(NamedTuple):
 
 
 @LOADERS.register("locomo")
-def load_locomo(path: Path, dataset: str) -> Iterator[ParsedRecord]:
+def load_locomo(path: Path, dataset: str) -> Generator[ParsedRecord, None, None]:
     """Yield one ParsedRecord per QA item of every conversation."""
     keys = KeyRegistry(dataset)
     samples: set[str] = set()

@@ -16,7 +16,7 @@ Quirks counted: ``integer_answer``, ``answer_not_in_choices``, ``choice_count``
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ ROLES = ("user", "assistant")
 
 
 @LOADERS.register("locomo_mc10")
-def load_locomo_mc10(path: Path, dataset: str) -> Iterator[ParsedRecord]:
+def load_locomo_mc10(path: Path, dataset: str) -> Generator[ParsedRecord, None, None]:
     """Yield one ParsedRecord per MC10 record (JSON Lines or JSON array)."""
     keys = KeyRegistry(dataset)
     for index, raw in iter_records_auto(path):

@@ -19,7 +19,7 @@ Evidence: session level = the haystack sessions listed in ``answer_session_ids``
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ ROLES = frozenset({"user", "assistant"})
 
 
 @LOADERS.register("longmemeval")
-def load_longmemeval(path: Path, dataset: str) -> Iterator[ParsedRecord]:
+def load_longmemeval(path: Path, dataset: str) -> Generator[ParsedRecord, None, None]:
     """Yield one ParsedRecord per question of a LongMemEval file (bounded memory)."""
     keys = KeyRegistry(dataset)
     for index, raw in iter_json_array(path):
@@ -141,6 +141,9 @@ def _turns(ctx: RecordContext, raw: Any, path: str) -> tuple[list[TurnSpec], int
     check_type(raw, list, path)
     turns: list[TurnSpec] = []
     missing = 0
+    role: Any  # str, str, bool | None once checked: by ``ok`` on the fast path, else by _checked_turn
+    text: Any
+    has_answer: Any
     for j, turn in enumerate(raw):
         if type(turn) is dict:
             role, text, has_answer = turn.get("role"), turn.get("content"), turn.get("has_answer")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import ijson
 
@@ -38,7 +38,8 @@ def open_source(path: Path) -> Iterator[IO[bytes]]:
         raw.seek(0)
         if magic == GZIP_MAGIC:
             with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
-                yield gz
+                # typeshed types GzipFile as io.BufferedIOBase, not typing.IO; it has every method used here
+                yield cast(IO[bytes], gz)
         elif path.name.endswith(".gz"):
             raise DatasetFileError(path, "not gzip: the name ends in .gz but the gzip magic bytes are missing")
         else:

@@ -135,7 +135,7 @@ def judge_params_model(spec: JudgeSpec) -> type[BaseModel]:
     if spec.params_model is not None:
         return spec.params_model
     fields: dict[str, Any] = {name: (Any, None) for name in sorted(spec.allowed_params)}
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         f"{spec.metric}_params", __config__=ConfigDict(extra="forbid", frozen=True), **fields
     )
 

@@ -14,7 +14,6 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel
 
 from pipeline.corpus import HaystackSession
 from pipeline.memory.params import ParamsInput
@@ -85,7 +84,10 @@ class MemorySystem(Protocol):
     """A memory for ONE haystack: built by ``ingest_session`` calls in time order."""
 
     kind: str
-    params_model: type[BaseModel]  # its params schema: the resolved params enter the unit hash
+    # its params schema (a pydantic BaseModel class): the resolved params enter the unit hash.
+    # type[Any], not type[BaseModel]: a protocol attribute is invariant, so type[BaseModel] would reject
+    # every system whose params_model is a subclass; config_resolve checks it is a BaseModel class at load.
+    params_model: type[Any]
     version: int  # bump when a code change alters what it stores or returns for the same params
 
     def __init__(self, params: ParamsInput, deps: MemoryDeps) -> None: ...

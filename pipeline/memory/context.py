@@ -13,13 +13,13 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from pipeline.memory.base import MemoryUnit, RetrievalResult, RetrievedUnit
 from pipeline.tokens import count_tokens
 
-ORDER_TIME = "time"  # grouped by session, oldest first (how a conversation reads)
-ORDER_RANK = "rank"  # best match first, each unit prefixed with its session and date
+ORDER_TIME: Final = "time"  # grouped by session, oldest first (how a conversation reads)
+ORDER_RANK: Final = "rank"  # best match first, each unit prefixed with its session and date
 ORDERS = (ORDER_TIME, ORDER_RANK)
 
 DROP_OLDEST = "oldest"  # full context: the most recent sessions matter most for the reader

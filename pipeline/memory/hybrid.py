@@ -158,7 +158,7 @@ class HybridMemory:
             k=p.rrf_k,
             weights=p.weights.as_dict(),
         )
-        if p.channels.temporal and windows:
+        if p.channels.temporal and windows and ref is not None:  # windows imply a ref (_windows)
             turn["temporal"] = self._temporal(ref, windows, content)
         if p.channels.graph and idx.adjacency is not None:
             rankings = {c: ranking_from_array(t.key, t.mask, p.channel_depth) for c, t in turn.items()}
@@ -175,7 +175,10 @@ class HybridMemory:
             s = idx.turn_bm25.scores(query)
             turn["bm25"] = TurnChannel(s, s, s > 0)
         if p.channels.semantic and idx.vectors is not None:
-            qvec = np.asarray(self.deps.encoder.encode([query]), dtype=np.float32)[0]
+            encoder = self.deps.encoder
+            if encoder is None:  # __init__ refuses a semantic channel without an encoder
+                raise MemoryConfigError("hybrid: the semantic channel is on but no encoder is configured")
+            qvec = np.asarray(encoder.encode([query]), dtype=np.float32)[0]
             cos = cosine_scores(qvec, idx.vectors)
             if p.prf_turns > 0:
                 cos = self._prf(qvec, cos, turn.get("bm25"), idx.vectors)

@@ -61,10 +61,10 @@ class ChannelSwitches(SystemParams):
 class ChannelWeights(SystemParams):
     """Per-channel weights inside RRF: fused = sum_c w_c / (rrf_k + rank_c)."""
 
-    semantic: float = Field(1.0, ge=0)
-    bm25: float = Field(1.0, ge=0)
-    graph: float = Field(1.0, ge=0)
-    temporal: float = Field(0.5, ge=0)  # see the module docstring
+    semantic: float = Field(default=1.0, ge=0)
+    bm25: float = Field(default=1.0, ge=0)
+    graph: float = Field(default=1.0, ge=0)
+    temporal: float = Field(default=0.5, ge=0)  # see the module docstring
 
     def as_dict(self) -> dict[str, float]:
         return {c: getattr(self, c) for c in CHANNELS}
@@ -75,49 +75,49 @@ class HybridParams(SystemParams):
 
     channels: ChannelSwitches = ChannelSwitches()
     weights: ChannelWeights = ChannelWeights()
-    rrf_k: int = Field(5, ge=0)
-    channel_depth: int | None = Field(100, ge=1)  # ranks of each channel that enter RRF
+    rrf_k: int = Field(default=5, ge=0)
+    channel_depth: int | None = Field(default=100, ge=1)  # ranks of each channel that enter RRF
     # what a retrieved unit is: a turn, or a whole session (turn scores pooled per session)
     granularity: Literal["turn", "session"] = "turn"
     session_pool: Literal["max", "mean", "sum"] = "max"
     session_bm25: Literal["document", "pool"] = "document"  # BM25 over session text, or pooled
     # semantic pseudo-relevance feedback (0 turns = off)
-    prf_turns: int = Field(0, ge=0)
-    prf_weight: float = Field(0.5, ge=0)
+    prf_turns: int = Field(default=0, ge=0)
+    prf_weight: float = Field(default=0.5, ge=0)
     # lexical
-    bm25_k1: float = Field(1.2, gt=0)
-    bm25_b: float = Field(0.75, ge=0, le=1)
+    bm25_k1: float = Field(default=1.2, gt=0)
+    bm25_b: float = Field(default=0.75, ge=0, le=1)
     bm25_stem: bool = True
     # graph
-    damping: float = Field(0.85, ge=0, le=1)
-    hops: int = Field(1, ge=1, le=5)
-    graph_seeds: int = Field(3, ge=1)
+    damping: float = Field(default=0.85, ge=0, le=1)
+    hops: int = Field(default=1, ge=1, le=5)
+    graph_seeds: int = Field(default=3, ge=1)
     # seeds = top of the content fusion, or the top of each channel (measured on LongMemEval_S,
     # 418 q.: "channels" recall_all@5 0.921 / ndcg_any@10 0.938 vs "fusion" 0.933 / 0.934)
     graph_seed_from: Literal["fusion", "channels"] = "fusion"
-    knn: int = Field(5, ge=0)
-    knn_min_sim: float = Field(0.5, ge=-1, le=1)
-    entity_weight: float = Field(1.0, ge=0)
-    entity_max_df: float = Field(0.05, gt=0, le=1)
-    temporal_edge_weight: float = Field(0.5, ge=0)
+    knn: int = Field(default=5, ge=0)
+    knn_min_sim: float = Field(default=0.5, ge=-1, le=1)
+    entity_weight: float = Field(default=1.0, ge=0)
+    entity_max_df: float = Field(default=0.05, gt=0, le=1)
+    temporal_edge_weight: float = Field(default=0.5, ge=0)
     # temporal
-    half_life_days: float = Field(30.0, gt=0)
-    temporal_slack_days: float = Field(1.0, ge=0)
+    half_life_days: float = Field(default=30.0, gt=0)
+    temporal_slack_days: float = Field(default=1.0, ge=0)
     temporal_order: Literal["relevance", "recency"] = "relevance"  # how in-window units are ranked
     # scale the temporal weight by log2(candidates / in-window candidates) (see HybridMemory._fusion_weights)
     temporal_selectivity: bool = True
-    temporal_selectivity_cap: float = Field(3.0, gt=0)
+    temporal_selectivity_cap: float = Field(default=3.0, gt=0)
     # content channels (semantic, bm25) get the question without its parsed time expressions
     strip_time_expressions: bool = True
     # rerank (runs only when a cross-encoder path is configured here or in MemoryDeps)
     rerank: bool = True
     cross_encoder_path: str | None = None
-    rerank_top_n: int = Field(50, ge=1)
-    rerank_batch_size: int = Field(16, ge=1)
-    rerank_max_length: int = Field(512, ge=16)
+    rerank_top_n: int = Field(default=50, ge=1)
+    rerank_batch_size: int = Field(default=16, ge=1)
+    rerank_max_length: int = Field(default=512, ge=16)
     # output
-    top_k: int = Field(20, ge=1)
-    token_budget: int | None = Field(4000, ge=1)
+    top_k: int = Field(default=20, ge=1)
+    token_budget: int | None = Field(default=4000, ge=1)
     context_order: Literal["time", "rank"] = "time"
 
     @model_validator(mode="after")

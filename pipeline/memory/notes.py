@@ -127,7 +127,7 @@ class NotesMemory(VectorMemory[NotesParams]):
             return []
         reply = self.llm.chat(notes_messages(session), model=self.params.model, max_tokens=self.params.max_tokens)
         where = f"session {session.session.source_session_id!r} (position {session.position})"
-        if not reply.ok:
+        if not reply.ok or reply.text is None:  # ok=False <=> text is None (LLMReply)
             raise NotesCallFailed(f"LLM call for {where} failed: {reply.error}")
         if not reply.text.strip():
             raise NotesCallFailed(f"LLM returned an empty reply for {where}")

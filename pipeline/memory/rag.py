@@ -10,7 +10,7 @@ The context lists the retrieved units in time order (default, dated session bloc
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field
 
@@ -23,8 +23,8 @@ from pipeline.memory.vector import VectorMemory
 from pipeline.records import QuestionRow
 
 KIND = "rag"
-GRANULARITY_TURN = "turn"
-GRANULARITY_SESSION = "session"
+GRANULARITY_TURN: Final = "turn"
+GRANULARITY_SESSION: Final = "session"
 
 
 class RagParams(SystemParams):

@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from pipeline.memory.base import MemorySystem, RetrievalResult
@@ -127,7 +128,7 @@ def _question_results(
         if memory.system is None:
             results.append(UnitResult.failed(unit, memory.error or "memory unavailable"))
         else:
-            results.append(timed(lambda m=memory: retrieval_payload(m, question), unit))
+            results.append(timed(partial(retrieval_payload, memory, question), unit))
     return results
 
 

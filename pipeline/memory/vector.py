@@ -9,7 +9,7 @@ haystack never pays for embeddings a run does not use, and a restored memory emb
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import faiss
 import numpy as np
@@ -94,8 +94,8 @@ class VectorMemory(Generic[P]):
     ``params_model``, a required encoder, one flat index, and a restore that embeds at once
     (so the first question's latency is retrieval only). Subclasses decide what a unit is."""
 
-    kind: ClassVar[str]
-    params_model: ClassVar[type[Any]]
+    kind: str  # plain attributes (set in the subclass body) like the MemorySystem protocol's members
+    params_model: type[Any]
     uses_encoder = True
     uses_llm = False
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from pipeline.families import is_abstention_id, is_longmemeval
 from pipeline.records import LEVEL_SESSION, LEVEL_TURN, EvidenceRow
@@ -271,7 +271,15 @@ def ranking_at(level: str, units: Sequence[UnitRef], gold: Gold | None = None) -
     raise ValueError(f"unknown level {level!r}; expected one of {LEVELS}")
 
 
-def context_units(units: Sequence[UnitRef], trimmed_units: int, units_total: int | None = None) -> list[UnitRef]:
+class _HasRank(Protocol):
+    @property
+    def rank(self) -> int: ...
+
+
+R = TypeVar("R", bound=_HasRank)  # UnitRef, memory.base.RetrievedUnit, ...
+
+
+def context_units(units: Sequence[R], trimmed_units: int, units_total: int | None = None) -> list[R]:
     """Units that reached the reader's context.
 
     Ranked systems (``memory.context.ranked_result``) list every hit and the budget drops a suffix
@@ -287,10 +295,13 @@ def context_units(units: Sequence[UnitRef], trimmed_units: int, units_total: int
 
 
 # ---- gold derivation ---------------------------------------------------------------------
-class TurnLike(Protocol):
-    turn_id: str
-    role: str
-    has_answer: bool
+class TurnLike(Protocol):  # read-only members, so frozen dataclasses (records.TurnRow) match
+    @property
+    def turn_id(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def has_answer(self) -> bool: ...
 
 
 @dataclass(frozen=True)

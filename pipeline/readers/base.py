@@ -85,7 +85,10 @@ class Reader(Protocol):
 
     kind: str
     label: str
-    params_model: type[ReaderParams]  # its params schema: the resolved params enter the unit hash
+    # its params schema (a ReaderParams class): the resolved params enter the unit hash. type[Any], not
+    # type[ReaderParams]: a protocol attribute is invariant, so that would reject every reader whose params_model
+    # is a subclass; config_resolve checks it is a BaseModel class at load.
+    params_model: type[Any]
     uses_encoder: bool
     uses_llm: bool
     thread_safe: bool

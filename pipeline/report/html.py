@@ -507,13 +507,13 @@ def render_dataset(data: ReportData, dataset: str, questions: Sequence[QuestionV
         for (system, reader), group in sorted(_group(confusion, "system", "reader").items()):
             parts += [f"<p><b>{esc(system)} / {esc(reader)}</b></p>", confusion_html(group)]
     parts.append(_failed_list(data, dataset, index))
-    metric = main_metric(acc)
+    main = main_metric(acc)
     parts += [
         f'<h2 id="questions">Questions ({len(questions)})</h2>',
-        f'<p class="note">verdict of {esc(metric or "each judge")} per system: '
+        f'<p class="note">verdict of {esc(main or "each judge")} per system: '
         + " ".join(f"{mark_html(m)} {esc(t[2])}" for m, t in MARKS.items())
         + "; click a question for its drill-down</p>",
-        _question_index(dataset, questions, metric, mean_metrics(data)),
+        _question_index(dataset, questions, main, mean_metrics(data)),
     ]
     return page(f"membench: {dataset}", "\n".join(parts), "../")
 

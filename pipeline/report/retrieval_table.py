@@ -136,7 +136,8 @@ def load_gold(con: duckdb.DuckDBPyConnection, dataset: str, protocol: str) -> di
         return {k: evidence_gold(v) for k, v in by_key.items()}
     turns: dict[str, list[TurnRow]] = defaultdict(list)
     for r in query_rows(con, _LME_TURNS_SQL, [dataset, dataset]):
-        turns[r["session_key"]].append(TurnRow(**{f: r.get(f) for f in TurnRow.__dataclass_fields__}))
+        fields: dict[str, Any] = {f: r.get(f) for f in TurnRow.__dataclass_fields__}
+        turns[r["session_key"]].append(TurnRow(**fields))
     return {k: lme_gold(v, turns) for k, v in by_key.items()}
 
 
