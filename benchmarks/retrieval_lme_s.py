@@ -20,8 +20,9 @@ Questions come from the pipeline's LongMemEval loader (pipeline.datasets; its ab
 from pipeline.families), gold sessions from pipeline.metrics.retrieval.lme_gold_sessions and the
 metrics from pipeline.metrics.retrieval. Embeddings go through the pipeline's cached encoder
 (resources.embeddings over pipeline.embedding_cache, keyed by model variant + text hash) in
-``--cache`` (default: results/sample/parquet/embeddings), so repeated runs only pay for the
-retrieval itself. ``--limit N`` takes N evenly spaced eligible questions (all types);
+``--cache`` (default: the configs/shared.yaml results, whose lme_s run embeds the same user-turn
+texts), so repeated runs only pay for the retrieval itself.
+``--limit N`` takes N evenly spaced eligible questions (all types);
 ``--shift 0.5`` takes the N questions half-way between those (a disjoint held-out sample, to check
 that what was tuned on one sample generalizes).
 
@@ -85,7 +86,7 @@ from pipeline.records import QuestionRow, SessionWithTurns
 from resources.embeddings import CachedEncoder
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared/datasets/longmemeval_s_cleaned_498of500.json.gz"
-DEFAULT_CACHE = Path(__file__).resolve().parent.parent / "results/sample/parquet/embeddings"
+DEFAULT_CACHE = Path(__file__).resolve().parent.parent / "results/shared/parquet/embeddings"
 KS = (1, 3, 5, 10)
 NDCG_KS = (5, 10)
 
@@ -143,7 +144,7 @@ def load_questions(path: Path, limit: int | None, shift: float = 0.0) -> list[Lm
 def make_encoder(cache_root: Path, backend: str) -> CachedEncoder:
     """The pipeline's encoder (resources.embeddings) over the cache at ``cache_root``.
 
-    The default ``--cache`` is the sample results' embeddings folder: user turns are embedded as
+    The default ``--cache`` is the shared.yaml results' embeddings folder: user turns are embedded as
     the pipeline embeds them (``turn_unit_text``), so vectors the pipeline computed are reused.
     """
     return CachedEncoder(ModelSpec.from_config(EmbeddingConfig(backend=backend)), cache_root)
