@@ -24,10 +24,11 @@ text reuses the embeddings asset's vector. On a 230-question slice of configs/sh
 reader asked for 164,459 span/question texts and 11,941 reached the model
 (benchmarks/offline_reader_replay.py): what remains is one forward pass per distinct sentence,
 which exact predictions require. Those calls are marked ``short_text_calls()`` and run on one
-torch thread (resources/embeddings.py ENCODE_THREADS): 2.4x less CPU than two threads on the
-shared box. Query vectors (retrieval) keep the encoder's thread count: a different thread count
-moves bf16 vectors by ~1e-4 in cosine, which moved the retrievals' semantic scores and flipped
-one near-tie answer of 1,070 when queries also ran on one thread.
+torch thread (resources/embeddings.py ENCODE_THREADS): 2.2-3.2x less CPU than two threads in
+three A/B replays on the shared box (wall 92 -> 79 s at load 3, 192 -> 68 s at load 5). Query
+vectors (retrieval) keep the encoder's thread count: a different thread count moves bf16 vectors
+by ~1e-4 in cosine, which moved the retrievals' semantic scores and flipped one near-tie answer
+of 1,070 when queries also ran on one thread.
 """
 
 from __future__ import annotations
