@@ -28,8 +28,9 @@ class HaystackSession:
 
 def _question(d: dict) -> QuestionRow:
     d = dict(d)
-    if d.get("choices") is not None:
-        d["choices"] = tuple(d["choices"])
+    for name in ("choices", "evidence_raw"):
+        if d.get(name) is not None:
+            d[name] = tuple(d[name])
     return QuestionRow(**d)
 
 

@@ -98,6 +98,9 @@ class QuestionRow:
     question_date: dt.datetime | None = dfield(metadata=col("question date, parsed"))
     is_abstention: bool = dfield(metadata=col("LongMemEval abstention question (id ends in _abs)"))
     haystack_id: str = dfield(metadata=col())
+    evidence_raw: tuple[str, ...] | None = dfield(
+        default=None, metadata=col("LoCoMo evidence list exactly as given (unsplit, unrepaired); NULL without one")
+    )
 
 
 @dataclass(frozen=True)

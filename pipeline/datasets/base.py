@@ -39,7 +39,7 @@ LOADERS: Registry[LoaderFn] = Registry("dataset loader")
 
 # Bump when a loader's output changes for the same input: the converter's manifest then forces a
 # re-conversion instead of skipping an unchanged source file.
-LOADER_VERSION = "1"
+LOADER_VERSION = "2"  # 2: questions.evidence_raw (LoCoMo evidence as given)
 
 
 def describe(file: str | Path, record_index: int | None, record_id: str | None, field: str | None, message: str) -> str:

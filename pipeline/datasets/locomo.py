@@ -15,7 +15,9 @@ Quirks handled and counted (``data_quality.kind``):
   (one row per conversation, ``count`` = such turns); ``img_url``/``query`` are not kept.
 - ``empty_session``, ``session_date_missing``, ``unparseable_date``, ``empty_turn``,
   ``unknown_speaker``, ``dia_id_mismatch``: defensive, none occur in locomo10.json.
-Evidence: turn level from the repaired D ids; session level = the sessions of those turns.
+Evidence: turn level from the repaired D ids; session level = the sessions of those turns. The
+evidence list exactly as given is kept in ``questions.evidence_raw`` (LoCoMo's official evidence
+recall compares those raw strings, pipeline.metrics.locomo_evidence).
 """
 
 from __future__ import annotations
@@ -240,6 +242,7 @@ def qa_record(
         question_date=None,
         is_abstention=category == ADVERSARIAL_CATEGORY,
         haystack_id=sample_id,
+        evidence_raw=tuple(raw_evidence),
     )
     return ParsedRecord(row, conv.sessions, conv.haystack, evidence, ctx.take_issues())
 

@@ -27,6 +27,8 @@ from collections.abc import Collection, Sequence
 
 EVIDENCE_RECALL_OFFICIAL = "locomo_evidence_recall_official"
 EVIDENCE_RECALL_REPAIRED = "locomo_evidence_recall_repaired"
+# the retrieval_metrics column of the official one over the reader's context (turn level, LoCoMo)
+EVIDENCE_RECALL_OFFICIAL_CONTEXT = "evidence_recall_official_context"
 
 DEFINITIONS: dict[str, str] = {
     EVIDENCE_RECALL_OFFICIAL: (
@@ -37,6 +39,14 @@ DEFINITIONS: dict[str, str] = {
     EVIDENCE_RECALL_REPAIRED: (
         "share of the repaired evidence turns (split lists, un-padded ids, ids of missing turns dropped) found "
         "among the context's turns; questions without repaired evidence are excluded and counted."
+    ),
+    EVIDENCE_RECALL_OFFICIAL_CONTEXT: (
+        "retrieval_metrics / retrieval_report column (turn level, LoCoMo evidence datasets): "
+        "locomo_evidence_recall_official of questions.evidence_raw against the raw dialogue ids (turns.source_id) "
+        "of the units kept in the reader's context, or S<n> session ids when the context holds no turns; set for "
+        "every question with a successful retrieval, including those the repaired evidence_recall_context excludes "
+        "(no evidence -> 1, evidence that names no turn -> 0), so its mean is over all of them, not n_scored. "
+        "evidence_recall_context is locomo_evidence_recall_repaired."
     ),
 }
 

@@ -61,6 +61,7 @@ RETRIEVAL_SUMMARY: tuple[tuple[str, str, str], ...] = (
     ("turn", "recall_any_at_10", "turn r_any@10"),
     ("turn", "recall_all_at_10", "turn r_all@10"),
     ("turn", "evidence_recall_context", "evidence in context"),
+    ("turn", "evidence_recall_official_context", "evidence in context (LoCoMo official)"),
 )
 
 MARKS = {

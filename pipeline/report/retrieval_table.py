@@ -6,6 +6,12 @@ per-question output lets anyone re-aggregate in SQL (``retrieval_report`` view, 
 comparisons) without re-running Python. Every (question, system) that has a retrieval row gets a
 row per level, with an ``outcome``: scored, excluded (abstention / no gold) or retrieval failed,
 so exclusions and failures are counted instead of vanishing.
+
+LoCoMo evidence datasets also get ``evidence_recall_official_context`` at turn level: LoCoMo's own
+evidence recall (pipeline.metrics.locomo_evidence) of the question's raw evidence strings
+(``questions.evidence_raw``) against the raw dialogue ids of the reader's context, set on every
+retrieval that succeeded (the repaired ``evidence_recall_context`` excludes questions without
+repaired evidence; the official one scores them 1, or 0 when their evidence names no turn).
 """
 
 from __future__ import annotations
@@ -22,11 +28,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.metrics.locomo_evidence import EVIDENCE_RECALL_OFFICIAL_CONTEXT, locomo_evidence_recall_official
 from pipeline.metrics.retrieval import (
     K_VALUES,
     LEVELS,
     OUTCOME_RETRIEVAL_FAILED,
     OUTCOME_SCORED,
+    PROTOCOL_EVIDENCE,
     PROTOCOL_LONGMEMEVAL,
     Gold,
     UnitRef,
@@ -38,7 +46,7 @@ from pipeline.metrics.retrieval import (
     ranking_at,
     score_ranking,
 )
-from pipeline.records import LEVEL_SESSION, EvidenceRow, TurnRow
+from pipeline.records import LEVEL_SESSION, LEVEL_TURN, EvidenceRow, TurnRow
 from pipeline.report.sql import query_rows, view_names
 from pipeline.store import ResultStore
 
@@ -67,7 +75,8 @@ _BASE_FIELDS: list[tuple[str, pa.DataType]] = [
 
 def metrics_schema(ks: Sequence[int] = K_VALUES) -> pa.Schema:
     """The table's schema for cut-offs ``ks`` (one column per metric and k)."""
-    return pa.schema(_BASE_FIELDS + [(c, pa.float64()) for c in metric_columns(ks)])
+    columns = (*metric_columns(ks), EVIDENCE_RECALL_OFFICIAL_CONTEXT)
+    return pa.schema(_BASE_FIELDS + [(c, pa.float64()) for c in columns])
 
 
 RETRIEVAL_METRICS_SCHEMA = metrics_schema(K_VALUES)
@@ -90,13 +99,14 @@ def table_path(store: ResultStore, dataset: str) -> Path:
 
 
 # bump when a metric definition or the gold derivation changes: stored tables are then rebuilt
-METRICS_VERSION = 2  # 2: LongMemEval's official turn->session conversion; session_dedup level
-_INPUT_TABLES = ("questions", "turns", "evidence")
+METRICS_VERSION = 3  # 2: LongMemEval's official turn->session conversion; session_dedup level
+# 3: evidence_recall_official_context (LoCoMo's official evidence recall over the context)
+_INPUT_TABLES = ("questions", "turns", "evidence", "haystacks")
 
 
 def input_fingerprint(store: ResultStore, dataset: str, protocol: str, ks: Sequence[int] = K_VALUES) -> str:
     """Hash of what ``dataset``'s metric table is computed from: every retrieval file of the
-    dataset and its canonical questions / turns / evidence (path, size, mtime), the gold
+    dataset and its canonical questions / turns / evidence / haystacks (path, size, mtime), the gold
     protocol, the cut-offs ``ks`` and METRICS_VERSION.
 
     Why: recomputing the metrics of thousands of questions takes most of an otherwise free
@@ -146,11 +156,48 @@ class QuestionInfo:
     question_id: str
     type_raw: str
     type_name: str
+    evidence_raw: tuple[str, ...] | None = None  # LoCoMo's evidence strings as given
 
 
 def load_questions(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, QuestionInfo]:
-    sql = "SELECT partition_key, question_id, type_raw, type_name FROM questions WHERE dataset = ?"
-    return {r[0]: QuestionInfo(r[1], r[2], r[3]) for r in con.execute(sql, [dataset]).fetchall()}
+    cols = {r[0] for r in con.execute("SELECT column_name FROM (DESCRIBE questions)").fetchall()}
+    raw = "evidence_raw" if "evidence_raw" in cols else "NULL"  # tables converted before LOADER_VERSION 2
+    sql = f"SELECT partition_key, question_id, type_raw, type_name, {raw} FROM questions WHERE dataset = ?"
+    return {
+        r[0]: QuestionInfo(r[1], r[2], r[3], None if r[4] is None else tuple(r[4]))
+        for r in con.execute(sql, [dataset]).fetchall()
+    }
+
+
+@dataclass(frozen=True)
+class DialogueIds:
+    """How the official LoCoMo recall names context units: turn_id -> raw dialogue id (``D3:7``,
+    turns.source_id) and session_key -> ``S<n>`` (haystacks.source_session_id ``session_<n>``)."""
+
+    turns: Mapping[str, str]
+    sessions: Mapping[str, str]
+
+    def context_ids(self, kept: Sequence[UnitRef]) -> list[str]:
+        """Dialogue ids of the context's turns in rank order; ``S<n>`` ids when it holds no turn."""
+        turns = [self.turns[t] for u in kept for t in u.turn_ids if t in self.turns]
+        if turns or not kept:
+            return list(dict.fromkeys(turns))
+        return list(dict.fromkeys(self.sessions[u.session_key] for u in kept if u.session_key in self.sessions))
+
+
+_DIALOGUE_TURNS_SQL = "SELECT turn_id, source_id FROM turns WHERE dataset = ? AND source_id IS NOT NULL"
+_DIALOGUE_SESSIONS_SQL = "SELECT DISTINCT session_key, source_session_id FROM haystacks WHERE dataset = ?"
+
+
+def load_dialogue_ids(con: duckdb.DuckDBPyConnection, dataset: str) -> DialogueIds:
+    names = view_names(con)
+    turns = dict(con.execute(_DIALOGUE_TURNS_SQL, [dataset]).fetchall()) if "turns" in names else {}
+    sessions: dict[str, str] = {}
+    if "haystacks" in names:
+        for key, source in con.execute(_DIALOGUE_SESSIONS_SQL, [dataset]).fetchall():
+            if source and source.startswith("session_"):
+                sessions[key] = "S" + source.removeprefix("session_")
+    return DialogueIds(turns, sessions)
 
 
 def _units(raw: Sequence[Mapping[str, Any]] | None) -> list[UnitRef]:
@@ -172,8 +219,11 @@ def metric_rows(
     protocol: str,
     dataset: str,
     ks: Sequence[int] = K_VALUES,
+    dialogue: DialogueIds | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows (one per level) of one retrievals row: scored, excluded or failed."""
+    """The rows (one per level) of one retrievals row: scored, excluded or failed.
+
+    ``dialogue`` (LoCoMo evidence datasets) adds the official evidence recall at turn level."""
     units = _units(retrieval.get("units"))
     kept = context_units(units, int(retrieval.get("trimmed_units") or 0), _units_total(retrieval.get("notes")))
     qid = question.question_id if question else retrieval["question_id"]
@@ -204,6 +254,9 @@ def metric_rows(
         }
         if outcome == OUTCOME_SCORED:
             row.update(score_ranking(ranking, ranking_at(level, kept, gold), gold_ids, ks))
+        raw = question.evidence_raw if question else None
+        if level == LEVEL_TURN and dialogue is not None and raw is not None and retrieval["status"] == "ok":
+            row[EVIDENCE_RECALL_OFFICIAL_CONTEXT] = locomo_evidence_recall_official(raw, dialogue.context_ids(kept))
         rows.append(row)
     return rows
 
@@ -217,11 +270,13 @@ def build_dataset_table(
         return schema.empty_table()
     questions = load_questions(con, dataset) if "questions" in view_names(con) else {}
     gold = load_gold(con, dataset, protocol)
+    has_raw = protocol == PROTOCOL_EVIDENCE and any(q.evidence_raw is not None for q in questions.values())
+    dialogue = load_dialogue_ids(con, dataset) if has_raw else None
     empty = Gold(frozenset(), frozenset())
     rows: list[dict[str, Any]] = []
     for r in query_rows(con, _RETRIEVALS_SQL, [dataset]):
         key = r["partition_key"]
-        rows += metric_rows(r, questions.get(key), gold.get(key, empty), protocol, dataset, ks)
+        rows += metric_rows(r, questions.get(key), gold.get(key, empty), protocol, dataset, ks, dialogue)
     return pa.Table.from_pylist(rows, schema=schema)
 
 

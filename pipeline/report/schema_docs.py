@@ -204,6 +204,11 @@ PATTERNS: list[tuple[re.Pattern[str], str]] = [
     ),
     (re.compile(r"^(recall_any|recall_all|ndcg_any|evidence_recall)_at_(\d+|<k>)$"), "{1}@{2}: {m}"),
     (re.compile(r"^evidence_recall_context$"), "share of gold units in the reader's context"),
+    (
+        re.compile(r"^evidence_recall_official_context$"),
+        "LoCoMo's official evidence recall (locomo_evidence_recall_official): share of the raw evidence strings "
+        "among the context's dialogue ids, no evidence = 1; turn level, over every successful retrieval",
+    ),
     (re.compile(r"^evidence_recall(_[a-z_]+)?$"), "LoCoMo evidence recall variant{1}"),
 ]
 

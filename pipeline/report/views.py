@@ -36,6 +36,7 @@ from collections.abc import Sequence
 import duckdb
 
 from pipeline.catalog_views import register_view_creator
+from pipeline.metrics.locomo_evidence import EVIDENCE_RECALL_OFFICIAL_CONTEXT
 from pipeline.metrics.retrieval import EVIDENCE_RECALL_CONTEXT, METRIC_COLUMN_RE, METRIC_COLUMNS
 from pipeline.metrics.stats import BOOTSTRAP_95, WILSON_95, install_macros
 
@@ -66,11 +67,15 @@ def headline_column(level: str, column: str) -> str:
     return f"retr_{level}_{column}"
 
 
+# per-question metrics of the reader's context (no k); the official LoCoMo one is set on excluded rows too
+CONTEXT_METRIC_COLUMNS: tuple[str, ...] = (EVIDENCE_RECALL_CONTEXT, EVIDENCE_RECALL_OFFICIAL_CONTEXT)
+
+
 def present_metric_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Metric columns of the ``retrieval_metrics`` table in order (k set by the config's retrieval_k)."""
     cols = [r[0] for r in con.execute("SELECT column_name FROM (DESCRIBE retrieval_metrics)").fetchall()]
     ranked = [c for c in cols if re.match(METRIC_COLUMN_RE, c)]
-    return ranked + [c for c in cols if c == EVIDENCE_RECALL_CONTEXT]
+    return ranked + [c for c in cols if c in CONTEXT_METRIC_COLUMNS]
 
 
 def _retrieval_report_sql(columns: Sequence[str] = METRIC_COLUMNS) -> str:
