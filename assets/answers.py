@@ -9,11 +9,11 @@ from typing import Any
 
 import dagster as dg
 
-from assets.stage_deps import stage_deps, stop_after
+from assets.stage_deps import question_stage, stage_deps
 from pipeline.config import BenchmarkConfig
 from pipeline.readers.base import ANSWERS_PAYLOAD, ReaderConfigError, ReaderDeps
 from pipeline.readers.run import AnswerRun, build_readers, configured_readers, needs
-from pipeline.stage import QuestionStage, StageOutcome
+from pipeline.stage import StageOutcome
 from pipeline.store import ResultStore
 
 
@@ -34,14 +34,8 @@ def run_answers(
     keys: list[str],
 ) -> tuple[StageOutcome, dict[str, Any]]:
     run = answer_run(context, cfg, store)
-    stage = QuestionStage(
-        store,
-        cfg,
-        stage="answers",
-        payload_schema=ANSWERS_PAYLOAD,
-        units_for=run.units_for,
-        log=context.log.info,
-        stop_after_unreachable=stop_after(cfg),
+    stage = question_stage(
+        context, cfg, store, stage="answers", payload_schema=ANSWERS_PAYLOAD, units_for=run.units_for
     )
     outcome = stage.run(keys, run.compute)
     readers = ", ".join(f"{r.name} ({r.kind})" for r in configured_readers(cfg))

@@ -16,13 +16,13 @@ import dagster as dg
 import pyarrow as pa
 from dagster import AssetExecutionContext
 
-from assets.stage_deps import stage_deps, stop_after
+from assets.stage_deps import question_stage, stage_deps
 from pipeline.config import BenchmarkConfig
 from pipeline.memory.base import INGESTION_PAYLOAD, MemoryDeps
 from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.systems import check_buildable, system_specs, uses_encoder, uses_llm
-from pipeline.stage import QuestionStage, StageOutcome, UnitResult, WorkItem
+from pipeline.stage import StageOutcome, UnitResult, WorkItem
 from pipeline.store import ResultStore
 
 
@@ -63,16 +63,8 @@ def run_memory_stage(
 ) -> tuple[StageOutcome, dict[str, Any]]:
     """One memory stage (ingestion or retrievals) over the run's questions."""
     run = memory_run(context, cfg, store)
-    question_stage = QuestionStage(
-        store,
-        cfg,
-        stage=stage,
-        payload_schema=payload_schema,
-        units_for=units_for(cfg),
-        log=context.log.info,
-        stop_after_unreachable=stop_after(cfg),
-    )
-    outcome = question_stage.run(keys, lambda items: results(run, items))
+    driver = question_stage(context, cfg, store, stage=stage, payload_schema=payload_schema, units_for=units_for(cfg))
+    outcome = driver.run(keys, lambda items: results(run, items))
     return outcome, run_metadata(cfg)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.stage_deps import run_llm, stop_after
+from assets.stage_deps import question_stage, run_llm
 from pipeline.config import BenchmarkConfig
 from pipeline.judges.base import (
     JUDGMENTS_PAYLOAD,
@@ -22,7 +22,7 @@ from pipeline.judges.run import JudgmentRun
 from pipeline.judges.select import check_judges, judges_for, unavailable_judges
 from pipeline.readers.base import LLMClient
 from pipeline.registry import RegistryError
-from pipeline.stage import QuestionStage, StageOutcome
+from pipeline.stage import StageOutcome
 from pipeline.store import ResultStore
 
 
@@ -52,14 +52,8 @@ def run_judgments(
         context.log.warning(f"judges unavailable in this run: {metadata['judges_unavailable']}")
     workers = llm.max_concurrency if llm is not None else 1
     run = JudgmentRun(store, cfg, llm, max_workers=workers, log=context.log.info)
-    stage = QuestionStage(
-        store,
-        cfg,
-        stage="judgments",
-        payload_schema=JUDGMENTS_PAYLOAD,
-        units_for=run.units_for,
-        log=context.log.info,
-        stop_after_unreachable=stop_after(cfg),
+    stage = question_stage(
+        context, cfg, store, stage="judgments", payload_schema=JUDGMENTS_PAYLOAD, units_for=run.units_for
     )
     outcome = stage.run(keys, run.compute)
     return outcome, {**metadata, "config": cfg.source}

@@ -14,9 +14,13 @@ No `from __future__ import annotations` in asset modules (Dagster checks real ty
 from dataclasses import dataclass
 from functools import lru_cache
 
+import dagster as dg
+import pyarrow as pa
+
 from pipeline.config import PROJECT_ROOT, BenchmarkConfig, LLMConfig
 from pipeline.memory.base import Encoder
 from pipeline.memory.vector import LazyEncoder
+from pipeline.stage import QuestionStage, UnitsFor
 from pipeline.store import ResultStore
 from resources.embeddings import EmbeddingResource, embedding_variant
 from resources.llm import CACHE_SUBDIR, LLMResource
@@ -34,6 +38,27 @@ def run_llm(cfg: BenchmarkConfig) -> LLMResource | None:
         return None
     cache_dir = str(cfg.resolved_results_dir() / CACHE_SUBDIR)
     return _llm_client(cfg.llm, cache_dir, str((PROJECT_ROOT / cfg.prices_path).resolve()))
+
+
+def question_stage(
+    context: dg.AssetExecutionContext,
+    cfg: BenchmarkConfig,
+    store: ResultStore,
+    *,
+    stage: str,
+    payload_schema: pa.Schema,
+    units_for: UnitsFor,
+) -> QuestionStage:
+    """The stage driver of one per-question asset: the run's log and the config's endpoint breaker."""
+    return QuestionStage(
+        store,
+        cfg,
+        stage=stage,
+        payload_schema=payload_schema,
+        units_for=units_for,
+        log=context.log.info,
+        stop_after_unreachable=stop_after(cfg),
+    )
 
 
 def stop_after(cfg: BenchmarkConfig) -> int:

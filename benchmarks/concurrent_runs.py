@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +34,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from run_env import dagster_env  # noqa: E402 (benchmarks/run_env.py, next to this script)
 
 from pipeline.datasets.sources import iter_json_array  # noqa: E402
 from pipeline.families import ABSTENTION_SUFFIX, is_abstention_id  # noqa: E402
@@ -74,20 +74,6 @@ def write_config(folder: Path, data: Path, base_url: str) -> Path:
     return path
 
 
-def env_for(folder: Path, config: Path) -> dict[str, str]:
-    home = folder / "dagster_home"
-    home.mkdir(exist_ok=True)
-    shutil.copy(ROOT / "configs" / "dagster.yaml", home / "dagster.yaml")
-    return {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "MEMBENCH_CONFIG": str(config),
-        "DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME": "pipeline.definitions",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
-
-
 def dagster(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     exe = str(Path(sys.executable).parent / "dagster")
     return subprocess.Popen([exe, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -108,7 +94,7 @@ def wait_all(procs: list[subprocess.Popen[bytes]]) -> None:
 
 def timed_mode(folder: Path, data: Path, keys: list[str], runs: int, base_url: str) -> float:
     """Prepare (untimed), then the answers + judgments stages in ``runs`` concurrent runs."""
-    env = env_for(folder, write_config(folder, data, base_url))
+    env = dagster_env(folder, write_config(folder, data, base_url))
     wait_all([dagster(["job", "execute", "-j", "retrieval_benchmark"], env)])
     size = -(-len(keys) // runs)
     chunks = [keys[i : i + size] for i in range(0, len(keys), size)]

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import yaml
+from run_env import dagster_env
 
 if TYPE_CHECKING:
     from pipeline.config import BenchmarkConfig
@@ -72,22 +73,6 @@ def write_config(folder: Path, name: str, base: Path = SAMPLE) -> Path:
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
-
-
-def dagster_env(folder: Path, config: Path) -> dict[str, str]:
-    home = folder / "dagster_home"
-    if home.exists():
-        shutil.rmtree(home)
-    home.mkdir(parents=True)
-    shutil.copy(ROOT / "configs" / "dagster.yaml", home / "dagster.yaml")
-    return {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "MEMBENCH_CONFIG": str(config),
-        "DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME": "pipeline.definitions",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
 
 
 def full_benchmark(env: dict[str, str], log: Path) -> tuple[float, int]:
@@ -228,7 +213,7 @@ def main() -> None:
         root = args.workdir or Path(tmp)
         prep = root / "prepared"
         config = write_config(prep, "overhead", args.config)
-        seconds, code = full_benchmark(dagster_env(prep, config), prep / "prepare.log")
+        seconds, code = full_benchmark(dagster_env(prep, config, fresh=True), prep / "prepare.log")
         print(f"preparation run (untimed for the ratio): {seconds:.1f} s, exit {code}")
         reset_results(prep / "results")
         sides = {}
@@ -244,7 +229,7 @@ def main() -> None:
         if child.returncode != 0:
             raise SystemExit(f"plain loop failed: {child.stderr[-3000:]}")
         plain = json.loads(child.stdout.strip().splitlines()[-1])
-        env = dagster_env(root / "dagster", sides["dagster"])
+        env = dagster_env(root / "dagster", sides["dagster"], fresh=True)
         dagster_wall, code = full_benchmark(env, root / "dagster" / "run.log")
         steps, setup, events = step_breakdown(Path(env["DAGSTER_HOME"]))
         same, n = same_judgments(root / "plain", root / "dagster")

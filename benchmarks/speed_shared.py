@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import yaml
+from run_env import dagster_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT / "configs" / "shared.yaml"
@@ -70,21 +70,6 @@ def write_slice_config(folder: Path, limits: dict[str, int], name: str) -> Path:
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
-
-
-def env_for(folder: Path, config: Path) -> dict[str, str]:
-    """Environment of a run on its own Dagster home (never the project's .dagster_home)."""
-    home = folder / "dagster_home"
-    home.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "configs" / "dagster.yaml", home / "dagster.yaml")
-    return {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "MEMBENCH_CONFIG": str(config),
-        "DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME": "pipeline.definitions",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
 
 
 def cache_rows(folder: Path, sub: str) -> int:
@@ -188,7 +173,7 @@ def main() -> None:
         folder = args.workdir or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         config = write_slice_config(folder, limits, "speed_slice")
-        env = env_for(folder, config)
+        env = dagster_env(folder, config)
         first = run_once(folder, env, folder / "first.log")
         latency = retrieval_latency(folder, "lme_s")
         rerun = run_once(folder, env, folder / "rerun.log")
