@@ -9,7 +9,9 @@ from pipeline.store import ResultStore
 
 
 class BenchmarkResource(dg.ConfigurableResource):
-    """Selects the benchmark config: ``config_path`` (run config) or ``$MEMBENCH_CONFIG``."""
+    """The benchmark config of the definitions (``config_path``, set by resources/factory.py from
+    ``$MEMBENCH_CONFIG``). A run config may not switch it to another config: the assets' keys and
+    partitions belong to the config the definitions loaded (assets/layout.py check_scope refuses)."""
 
     config_path: str = ""
 
