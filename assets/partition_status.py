@@ -13,20 +13,29 @@ others show as Materialized. The next run that succeeds for a question materiali
 from collections.abc import Iterable
 
 import dagster as dg
-from dagster._core.events import AssetMaterializationPlannedData, DagsterEvent
+from dagster._core.events import (
+    AssetMaterializationPlannedData,
+    DagsterEvent,
+    DagsterEventBatchMetadata,
+    generate_event_batch_id,
+)
 
 
 def mark_failed(context: dg.AssetExecutionContext, asset_key: dg.AssetKey, keys: Iterable[str]) -> int:
-    """Record a materialization attempt without materialization for each failed question."""
+    """Record a materialization attempt without materialization for each failed question.
+
+    The events go out as one batch (stored at once when the instance batches, resources/event_log.py).
+    """
     step_key = context.get_step_execution_context().step.key
-    n = 0
-    for partition in keys:
+    partitions = list(keys)
+    batch_id = generate_event_batch_id()
+    for i, partition in enumerate(partitions):
         event = DagsterEvent.build_asset_materialization_planned_event(
             context.run.job_name, step_key, AssetMaterializationPlannedData(asset_key, partition=partition)
         )
-        context.instance.report_dagster_event(event, run_id=context.run.run_id)
-        n += 1
-    return n
+        batch = DagsterEventBatchMetadata(batch_id, i == len(partitions) - 1)
+        context.instance.report_dagster_event(event, run_id=context.run.run_id, batch_metadata=batch)
+    return len(partitions)
 
 
 def run_keys(context: dg.AssetExecutionContext) -> list[str]:

@@ -15,8 +15,8 @@ from dagster import AssetExecutionContext
 from assets.layout import check_scope, key
 from assets.run_gate import finish_run
 from pipeline.metrics.retrieval import gold_protocol
-from pipeline.report.build import collect
-from pipeline.report.refresh import write_report_files
+from pipeline.report.build import REPORT_HTML, RESULTS_JSON
+from pipeline.report.refresh import build_report
 from pipeline.report.retrieval_table import (
     build_dataset_table,
     fingerprint_path,
@@ -98,14 +98,17 @@ def benchmark_report(context: AssetExecutionContext, benchmark: BenchmarkResourc
     store = benchmark.store()
     check_scope(context, benchmark.load())
     views = store.refresh_catalog()
-    data = collect(store)
+    data, rewritten = build_report(store)
     if not data.rows("accuracy"):
         raise dg.Failure(
             f"no judgments under {store.parquet_root} (views: {', '.join(views)}): materialize answers and "
             "judgments first"
         )
-    json_path, html_path = write_report_files(store, data)
-    context.log.info(f"benchmark report written to {html_path} (open it in a browser); data in {json_path}")
+    json_path, html_path = store.root / RESULTS_JSON, store.root / REPORT_HTML
+    if rewritten:
+        context.log.info(f"benchmark report written to {html_path} (open it in a browser); data in {json_path}")
+    else:
+        context.log.info(f"benchmark report {html_path}: inputs unchanged since it was written; kept")
     acc = data.rows("accuracy")
     return dg.MaterializeResult(
         metadata={
@@ -113,6 +116,7 @@ def benchmark_report(context: AssetExecutionContext, benchmark: BenchmarkResourc
             "results_json": dg.MetadataValue.path(str(json_path)),
             "catalog": dg.MetadataValue.path(str(store.catalog_path)),
             "rows": len(acc),
+            "rewritten": rewritten,
             "failed_answers": sum(r["n_failed_answer"] or 0 for r in acc),
             "failed_judgments": sum(r["n_failed_judgment"] or 0 for r in acc),
             "headline": dg.MetadataValue.md(

@@ -21,6 +21,7 @@ from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
 from pipeline.config import load_config
 from pipeline.definitions import build_defs, partition_keys
 from pipeline.store import ResultStore
+from resources.event_log import BATCH_SIZE_ENV, BatchingSqliteEventLogStorage
 from tests.conftest import PROJECT_ROOT
 from tests.dagster_fixtures import status_mismatches
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
@@ -82,12 +83,27 @@ def _store(tmp_path: Path) -> ResultStore:
     return ResultStore(results_dir=str(tmp_path / "res"))
 
 
-def test_status_equals_progress_in_every_run_mode(tmp_path: Path, server: FakeOpenAIServer) -> None:
+def _instance(storage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dg.DagsterInstance:
+    """A test instance on Dagster's stock storage, or on the shipped one with batched event writes."""
+    if storage == "stock":
+        return dg.instance_for_test()
+    monkeypatch.setenv(BATCH_SIZE_ENV, "1000")
+    custom = {"module": "resources.event_log", "class": "MembenchSqliteStorage"}
+    custom["config"] = {"base_dir": str(tmp_path / "dagster_storage")}  # type: ignore[assignment]
+    return dg.instance_for_test(overrides={"storage": {"custom": custom}})
+
+
+@pytest.mark.parametrize("storage", ["stock", "batched"])
+def test_status_equals_progress_in_every_run_mode(
+    tmp_path: Path, server: FakeOpenAIServer, storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = _config(tmp_path, server.base_url)
     keys = partition_keys(load_config(str(config)))
     assert len(keys) == 8 and set(keys) >= FAILING_KEYS
     store = _store(tmp_path)
-    with dg.instance_for_test() as instance:
+    with _instance(storage, tmp_path, monkeypatch) as instance:
+        if storage == "batched":
+            assert type(instance.event_log_storage) is BatchingSqliteEventLogStorage
         # 1. the partition-less job: one run over every question; it fails because 2 questions did
         sweep = _job(config).execute_in_process(instance=instance, raise_on_error=False)
         assert not sweep.success
