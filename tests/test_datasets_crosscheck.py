@@ -77,8 +77,11 @@ def test_type_names_rewritten_and_reset(converted: tuple[ResultStore, list[Datas
     assert (by_id["conv-1_q0"]["type_raw"], by_id["conv-1_q0"]["type_name"]) == ("multi_hop", "temporal")
     assert by_id["conv-1_q7"]["is_abstention"] and by_id["conv-1_q7"]["type_name"] == "adversarial"
     assert table_rows(store.read_canonical("mc10", CROSSCHECK_TABLE)) == EXPECTED
+    files = [store.canonical_path("mc10", t) for t in ("questions", CROSSCHECK_TABLE)]
+    stamps = [f.stat().st_mtime_ns for f in files]
     again = apply_mc10_crosscheck(store, datasets, lambda _m: None)[0]  # idempotent
     assert store.read_canonical("mc10", "questions").equals(questions) and again.n_matched == 27
+    assert [f.stat().st_mtime_ns for f in files] == stamps  # same rows: files untouched (reruns stay free)
     # without a LoCoMo dataset the names fall back to the unverified MC10 labels
     [alone] = apply_mc10_crosscheck(store, datasets[1:], lambda _m: None)
     assert alone.n_matched == 0 and alone.label_to_category == {}

@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.config import DatasetConfig
 from pipeline.datasets.categories import (
@@ -138,6 +140,19 @@ def _locomo_questions(store: ResultStore, names: Sequence[str]) -> pa.Table | No
     return pa.concat_tables(tables) if tables else None
 
 
+def _write_if_changed(path: Path, table: pa.Table) -> bool:
+    """Write ``table`` unless ``path`` already holds the same rows.
+
+    Why: the cross-check runs on every conversion; rewriting identical files would change their
+    mtime and make every later stage that fingerprints its inputs by (size, mtime) -- the
+    retrieval metric tables, the report -- recompute on a rerun that changed nothing.
+    """
+    if path.exists() and pq.read_table(path).equals(table):
+        return False
+    write_parquet_atomic(path, table)
+    return True
+
+
 def apply_mc10_crosscheck(
     store: ResultStore, datasets: Sequence[DatasetConfig], log: Callable[[str], None]
 ) -> list[CrosscheckResult]:
@@ -150,8 +165,8 @@ def apply_mc10_crosscheck(
         if questions is None:
             raise FileNotFoundError(f"canonical questions of {ds.name!r} missing; convert it first")
         contingency = mc10_vs_locomo(questions, locomo) if locomo is not None else CROSSCHECK_SCHEMA.empty_table()
-        write_parquet_atomic(store.canonical_path(ds.name, "questions"), mc10_type_names(questions, locomo))
-        write_parquet_atomic(store.canonical_path(ds.name, CROSSCHECK_TABLE), contingency)
+        _write_if_changed(store.canonical_path(ds.name, "questions"), mc10_type_names(questions, locomo))
+        _write_if_changed(store.canonical_path(ds.name, CROSSCHECK_TABLE), contingency)
         result = CrosscheckResult(
             ds.name, locomo_names, questions.num_rows, sum(contingency.column("n").to_pylist()), contingency
         )
