@@ -18,6 +18,11 @@ def register_view_creator(fn: ViewCreator) -> ViewCreator:
     return fn
 
 
+def view_creator_names() -> list[str]:
+    """Qualified names of the registered view creators: part of what the catalog is built from."""
+    return [f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}" for fn in _CREATORS]
+
+
 def create_report_views(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Run every registered view creator (pipeline/report/views.py registers them when the
     ``pipeline.report`` package is imported, which every entry point does), then the comments."""

@@ -125,3 +125,31 @@ def test_user_database_is_attached_by_connect(store: ResultStore) -> None:
             "SELECT q.question_id, l.label FROM questions q JOIN user_db.labels l USING (question_id)"
         ).fetchall()
     assert rows == [("q1", "hard")]
+
+
+def test_unchanged_catalog_is_kept_and_any_change_rebuilds_it(store: ResultStore) -> None:
+    """refresh_catalog keeps results.duckdb while nothing it is built from changed."""
+    views = store.refresh_catalog()
+    stamp = store.catalog_path.stat().st_mtime_ns, store.catalog_path.stat().st_ino
+    assert store.refresh_catalog() == views  # kept: same file, same views
+    assert (store.catalog_path.stat().st_mtime_ns, store.catalog_path.stat().st_ino) == stamp
+    store.write(store.canonical_path("d", "questions"), _questions(3))  # a stage replaced a file
+    assert store.refresh_catalog() == views
+    assert store.catalog_path.stat().st_ino != stamp[1]
+    con = open_catalog(store.catalog_path)
+    try:
+        assert con.execute("SELECT count(*) FROM questions").fetchone() == (3,)
+    finally:
+        con.close()
+    stamp = store.catalog_path.stat().st_mtime_ns, store.catalog_path.stat().st_ino
+    store.catalog_path.unlink()  # deleted by hand: rebuilt
+    assert store.refresh_catalog() == views and store.catalog_path.exists()
+    _user_session(store, "CREATE TABLE mine AS SELECT 1 AS x")  # the file changed: rebuilt, table kept
+    inode = store.catalog_path.stat().st_ino
+    store.refresh_catalog()
+    assert store.catalog_path.stat().st_ino != inode
+    con = open_catalog(store.catalog_path)
+    try:
+        assert con.execute("SELECT x FROM mine").fetchone() == (1,)
+    finally:
+        con.close()

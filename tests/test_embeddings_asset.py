@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -110,10 +111,22 @@ def test_asset_embeds_once_then_nothing(toy: tuple[Path, ResultStore]) -> None:
     assert (meta["unique_texts"].value, meta["newly_embedded"].value, meta["already_cached"].value) == (5, 5, 0)
     cache = EmbeddingCache(embeddings_dir(store.root), meta["model"].value)
     assert len(cache) == 5
-    second = dg.materialize([asset], resources=resources)
+    second = dg.materialize([asset], resources=resources)  # nothing changed: not even the texts are read
     meta2 = second.asset_materializations_for_node(node)[0].metadata
-    assert (meta2["newly_embedded"].value, meta2["already_cached"].value) == (0, 5)
-    assert meta2["model_load_seconds"].value == 0  # a fully cached run never loads the model
+    assert meta2["skipped_unchanged"].value is True
+    assert (meta2["unit_texts"].value, meta2["unique_texts"].value) == (meta["unit_texts"].value, 5)
+    turns = store.canonical_path("a", "turns")  # a re-converted table (atomic rename: new mtime)
+    os.utime(turns, ns=(turns.stat().st_atime_ns, turns.stat().st_mtime_ns + 1_000_000_000))
+    third = dg.materialize([asset], resources=resources)
+    meta3 = third.asset_materializations_for_node(node)[0].metadata
+    assert "skipped_unchanged" not in meta3
+    assert (meta3["newly_embedded"].value, meta3["already_cached"].value) == (0, 5)
+    assert meta3["model_load_seconds"].value == 0  # a fully cached run never loads the model
+    for shard in cache.directory.glob("*.parquet"):  # the cache cleared behind its back: embedded again
+        shard.unlink()
+    fourth = dg.materialize([asset], resources=resources)
+    meta4 = fourth.asset_materializations_for_node(node)[0].metadata
+    assert (meta4["newly_embedded"].value, meta4["already_cached"].value) == (5, 0)
 
 
 def test_progress_reporter_logs_lines() -> None:
