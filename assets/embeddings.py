@@ -28,6 +28,7 @@ from assets.layout import check_scope, key
 from pipeline.config import BenchmarkConfig
 from pipeline.embedding_cache import SHARD_GLOB
 from pipeline.filelock import file_lock
+from pipeline.fingerprint import pipeline_code_files, update_with_files
 from pipeline.memory.base import turn_unit_text
 from pipeline.records import TurnRow
 from pipeline.schemas import iter_row_groups
@@ -38,7 +39,6 @@ from resources.embeddings import EmbeddingResource, EmbedProgress, EnsureStats
 LOG_EVERY_S = 30.0
 TEXT_BATCH_ROWS = 20_000
 EMBEDDED_MARK = ".embeddings_inputs"  # under the results folder: inputs of the last complete step
-CODE_ROOT = Path(__file__).resolve().parent.parent / "pipeline"  # unit texts are built by pipeline code
 
 
 class HashContainer(Protocol):
@@ -186,14 +186,12 @@ def inputs_fingerprint(store: ResultStore, cfg: BenchmarkConfig, model: str, cac
     files, so a cache that was cleared or compacted elsewhere is checked again.
     """
     h = hashlib.sha256(model.encode())
-    files: list[Path] = sorted(CODE_ROOT.rglob("*.py")) + sorted(cache_dir.glob(SHARD_GLOB))
+    files = pipeline_code_files() + sorted(cache_dir.glob(SHARD_GLOB))
     for ds in cfg.datasets:
         h.update(f"|{ds.name}:{ds.index_roles}".encode())
         folder = store.parquet_root / "canonical" / ds.name
         files += sorted(folder.glob("turns*.parquet")) + sorted(folder.glob("sessions*.parquet"))
-    for f in files:
-        st = f.stat()
-        h.update(f"|{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+    update_with_files(h, files)
     return h.hexdigest()
 
 

@@ -25,11 +25,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.catalog_views import USER_DATABASE, CatalogKept, keep_user_objects, view_creator_names
+from pipeline.fingerprint import pipeline_code_files, update_with_files
 from pipeline.records import CANONICAL_TABLES
 
 CATALOG_NAME = "results.duckdb"
 CATALOG_MARK = ".catalog_inputs"  # fingerprint of what the current results.duckdb was built from
-CODE_ROOT = Path(__file__).resolve().parent  # the pipeline package: view SQL and view creators
 UNVIEWED_DIRS = frozenset({"_index"})  # Parquet under parquet/ that no view reads
 _log = logging.getLogger(__name__)
 # the catalog file is written in this storage format so that the ``duckdb`` shell of the
@@ -314,14 +314,12 @@ class ResultStore:
         DuckDB version and the catalog storage version.
         """
         h = hashlib.sha256(f"{duckdb.__version__}|{CATALOG_STORAGE_VERSION}|{view_creator_names()}".encode())
-        files = sorted(CODE_ROOT.rglob("*.py"))
+        files = pipeline_code_files()
         if self.parquet_root.is_dir():
             for sub in sorted(self.parquet_root.iterdir()):
                 if sub.is_dir() and sub.name not in UNVIEWED_DIRS:
                     files += sorted(sub.rglob("*.parquet"))
-        for f in files:
-            st = f.stat()
-            h.update(f"|{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+        update_with_files(h, files)
         return h.hexdigest()
 
     def _catalog_if_current(self, fingerprint: str) -> list[str] | None:

@@ -51,7 +51,7 @@ def _new_code_file(store: ResultStore, monkeypatch: pytest.MonkeyPatch) -> None:
     code = store.root.parent / "code"
     code.mkdir()
     (code / "views.py").write_text("VERSION = 1\n")
-    monkeypatch.setattr(refresh, "CODE_ROOT", code)
+    monkeypatch.setattr(refresh, "pipeline_code_files", lambda: sorted(code.rglob("*.py")))
     build_report(store)
     (code / "views.py").write_text("VERSION = 22\n")
 

@@ -16,6 +16,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from pipeline.fingerprint import pipeline_code_files, update_with_files
 from pipeline.report import html as report_html
 from pipeline.report.build import (
     REPORT_HTML,
@@ -31,21 +32,18 @@ from pipeline.store import ResultStore
 
 REPORT_INPUTS = ".report_inputs"  # under the results folder: fingerprint of what the report files show
 UNREAD_STAGES = frozenset({"embeddings", "_index"})  # Parquet the report never reads
-CODE_ROOT = Path(__file__).resolve().parent.parent  # the pipeline package: views, metrics, report
 
 
 def report_fingerprint(store: ResultStore) -> str:
     """Hash of everything the report is computed from (see the module docstring)."""
     h = hashlib.sha256(json.dumps(judge_metric_definitions(), sort_keys=True).encode())
-    files: list[Path] = sorted(CODE_ROOT.rglob("*.py"))
+    files = pipeline_code_files()
     if store.parquet_root.is_dir():
         for stage in sorted(store.parquet_root.iterdir()):
             if stage.is_dir() and stage.name not in UNREAD_STAGES:
                 files += sorted(stage.rglob("*.parquet"))
     files += sorted((store.root / "compare").glob("*.html"))
-    for f in files:
-        st = f.stat()
-        h.update(f"|{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+    update_with_files(h, files)
     return h.hexdigest()
 
 
