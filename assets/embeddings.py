@@ -176,17 +176,17 @@ def _metadata(stats: EnsureStats, texts: UnitTexts, resource: EmbeddingResource,
     }
 
 
-def inputs_fingerprint(store: ResultStore, cfg: BenchmarkConfig, model: str, cache_dir: Path) -> str:
-    """Hash of what decides which texts must be in the cache, and of the cache itself.
+def inputs_fingerprint(store: ResultStore, cfg: BenchmarkConfig, model: str) -> str:
+    """Hash of what decides which texts must be in the cache.
 
     Why: on an unchanged rerun of configs/shared.yaml, streaming and hashing 133k unit texts only
     to find each one cached took 31 s, a fifth of the rerun. Inputs: each dataset's name and
     ``index_roles``, its canonical turns/sessions files (path, size, mtime: replaced only by atomic
-    rename), the model variant, the pipeline code (``turn_unit_text``), and the cache's shard
-    files, so a cache that was cleared or compacted elsewhere is checked again.
+    rename), the model variant and the pipeline code (``turn_unit_text``). The cache itself is
+    checked by ``shard_stamps`` (below), not hashed here.
     """
     h = hashlib.sha256(model.encode())
-    files = pipeline_code_files() + sorted(cache_dir.glob(SHARD_GLOB))
+    files = pipeline_code_files()
     for ds in cfg.datasets:
         h.update(f"|{ds.name}:{ds.index_roles}".encode())
         folder = store.parquet_root / "canonical" / ds.name
@@ -195,14 +195,34 @@ def inputs_fingerprint(store: ResultStore, cfg: BenchmarkConfig, model: str, cac
     return h.hexdigest()
 
 
-def _unchanged_since_complete(store: ResultStore, fingerprint: str) -> dict[str, Any] | None:
-    """The last complete step's counts when its inputs were exactly these, else None."""
+def shard_stamps(cache_dir: Path) -> dict[str, list[int]]:
+    """``{shard file name: [size, mtime_ns]}`` of the cache's shards.
+
+    Why a set and not a hash: later stages of the same run (question vectors at retrieval, reader
+    spans) add shards to the cache, which must not invalidate the unit texts' completeness; a
+    shard that disappeared or changed (cleared cache, compaction) does, since it may have held them.
+    """
+    out: dict[str, list[int]] = {}
+    for path in sorted(cache_dir.glob(SHARD_GLOB)):
+        st = path.stat()
+        out[path.name] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def _unchanged_since_complete(store: ResultStore, fingerprint: str, cache_dir: Path) -> dict[str, Any] | None:
+    """The last complete step's counts when its inputs were exactly these and every shard it
+    left is still there unchanged (shards added since are fine: the cache only grew), else None."""
     mark = store.root / EMBEDDED_MARK
     try:
         saved = json.loads(mark.read_text())
     except (FileNotFoundError, ValueError):
         return None
-    return saved if saved.get("fingerprint") == fingerprint else None
+    if saved.get("fingerprint") != fingerprint or not isinstance(saved.get("shards"), dict):
+        return None
+    now = shard_stamps(cache_dir)
+    if any(now.get(name) != stamp for name, stamp in saved["shards"].items()):
+        return None
+    return {k: v for k, v in saved.items() if k != "shards"}
 
 
 def embeddings_asset(
@@ -217,8 +237,8 @@ def embeddings_asset(
             f"{cfg.source} ({cfg.embeddings}); the resource is used by every stage"
         )
     encoder = embeddings.store_encoder(store)
-    fingerprint = inputs_fingerprint(store, cfg, encoder.model_name, encoder.cache.directory)
-    done = _unchanged_since_complete(store, fingerprint)
+    fingerprint = inputs_fingerprint(store, cfg, encoder.model_name)
+    done = _unchanged_since_complete(store, fingerprint, encoder.cache.directory)
     if done is not None:
         context.log.info(
             f"embeddings: {done['unit_texts']:,} unit texts, {done['unique_texts']:,} unique, all cached; inputs "
@@ -242,8 +262,8 @@ def embeddings_asset(
         compacted = encoder.compact()
     store.refresh_catalog()
     counts = {"model": encoder.model_name, "unit_texts": texts.units, "unique_texts": texts.unique}
-    after = inputs_fingerprint(store, cfg, encoder.model_name, encoder.cache.directory)  # shards changed
-    (store.root / EMBEDDED_MARK).write_text(json.dumps({**counts, "fingerprint": after}))
+    mark = {**counts, "fingerprint": fingerprint, "shards": shard_stamps(encoder.cache.directory)}
+    (store.root / EMBEDDED_MARK).write_text(json.dumps(mark))
     extra = {"cache_dir": dg.MetadataValue.path(str(encoder.cache.directory)), "shards_merged": compacted}
     return dg.MaterializeResult(metadata=_metadata(stats, texts, embeddings, extra))
 

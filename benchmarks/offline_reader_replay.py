@@ -17,6 +17,7 @@ The results folder comes from the config (e.g. one written by benchmarks/speed_s
 from __future__ import annotations
 
 import argparse
+import random
 import resource
 import sys
 import tempfile
@@ -34,7 +35,7 @@ from pipeline.config import load_config
 from pipeline.corpus import Corpus
 from pipeline.embedding_cache import EmbeddingCache, embeddings_dir, text_hash
 from pipeline.readers.base import ReaderDeps, ReadInput, build_reader, retrieval_from_row
-from pipeline.readers.run import session_dates
+from pipeline.readers.run import PREFETCH_QUESTIONS, session_dates
 from pipeline.store import ResultStore
 from resources.embeddings import CachedEncoder, EmbeddingResource
 
@@ -67,11 +68,26 @@ class CountingEncoder:
         return self.inner.encode(texts)
 
 
+def sample_rows(rows: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """``n`` rows per (dataset, system), seeded (the same pairs for every variant compared)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in sorted(rows, key=lambda r: (r["dataset"], r["unit"], r["partition_key"])):
+        groups.setdefault((r["dataset"], r["unit"]), []).append(r)
+    out = []
+    for key in sorted(groups):
+        out += random.Random(0).sample(groups[key], min(n, len(groups[key])))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--reader", default="offline", help="reader name in the config")
     parser.add_argument("--no-compare", action="store_true")
+    parser.add_argument("--no-prefetch", action="store_true", help="answer one question at a time")
+    parser.add_argument(
+        "--sample", type=int, default=None, help="replay N seeded (question, system) pairs per dataset x system"
+    )
     parser.add_argument(
         "--encode-threads",
         type=int,
@@ -88,6 +104,8 @@ def main() -> None:
     rows = []
     for path in sorted((store.parquet_root / "retrievals").glob("*.parquet")):
         rows += [r for r in pq.read_table(path).to_pylist() if r["status"] == "ok"]
+    if args.sample:
+        rows = sample_rows(rows, args.sample)
     corpora = {ds.name: Corpus.load(store, ds.name) for ds in cfg.datasets}
     questions = []
     for corpus in corpora.values():
@@ -108,11 +126,26 @@ def main() -> None:
         before = encoder.inner.model.texts_encoded
         wall, cpu = time.perf_counter(), cpu_s()
         same, differ, kinds = 0, [], Counter()
+        items = []
         for r in rows:
             corpus = corpora[r["dataset"]]
             retrieval = retrieval_from_row(r)
             dates = session_dates(corpus, [u.session_key for u in retrieval.units])
-            answer = reader.answer(ReadInput(corpus.question(r["partition_key"]), retrieval, dates))
+            items.append(ReadInput(corpus.question(r["partition_key"]), retrieval, dates))
+        # as the answers stage does: a chunk of PREFETCH_QUESTIONS questions prefetched, then answered
+        chunks: dict[int, list[int]] = {}
+        keys = list(dict.fromkeys(r["partition_key"] for r in rows))
+        chunk_of = {k: i // PREFETCH_QUESTIONS for i, k in enumerate(keys)}
+        for i, r in enumerate(rows):
+            chunks.setdefault(chunk_of[r["partition_key"]], []).append(i)
+        answers = {}
+        for members in chunks.values():
+            if not args.no_prefetch and hasattr(reader, "prefetch"):
+                reader.prefetch([items[i] for i in members])
+            for i in members:
+                answers[i] = reader.answer(items[i])
+        for i, r in enumerate(rows):
+            answer = answers[i]
             kinds[r["dataset"]] += 1
             key = (r["partition_key"], r["unit"])
             if key in stored:

@@ -28,6 +28,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,48 @@ class RunFigures:
     llm_calls: int
     peak_rss_mb: float
     exit_code: int
+    step_peak_rss_mb: dict[str, float]
+
+
+class RssSampler(threading.Thread):
+    """Samples the RSS of a process tree every ``every_s`` seconds: (epoch time, MB) pairs.
+
+    Why: the pipeline runs every step in one process (in-process executor), so ``ru_maxrss``
+    says how high memory went but not in which step; the samples are matched to the steps'
+    start/end events. A spike shorter than ``every_s`` can be missed (``ru_maxrss`` cannot).
+    """
+
+    def __init__(self, pid: int, every_s: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every_s = pid, every_s
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.samples.append((time.time(), tree_rss_mb(self.pid)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.join()
+
+    def peak_between(self, start: float, end: float) -> float:
+        return max((mb for t, mb in self.samples if start <= t <= end), default=0.0)
+
+
+def tree_rss_mb(pid: int) -> float:
+    """VmRSS of ``pid`` and its descendants, MB (0 for processes that are gone)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+            total += next(int(x.split()[1]) for x in status.splitlines() if x.startswith("VmRSS:")) / 1024
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, StopIteration, ValueError):
+            continue
+    return total
 
 
 def write_slice_config(folder: Path, limits: dict[str, int], name: str) -> Path:
@@ -84,8 +127,8 @@ def llm_cache_entries(folder: Path) -> int:
     return sum(1 for p in results.rglob("*") if p.is_file() and "llm_cache" in p.parts)
 
 
-def step_seconds(home: Path) -> dict[str, float]:
-    """Wall seconds per step of the latest run, from STEP_START to STEP_SUCCESS/FAILURE events."""
+def step_windows(home: Path) -> dict[str, tuple[float, float]]:
+    """(start, end) epoch seconds per step of the latest run: STEP_START to STEP_SUCCESS/FAILURE."""
     import dagster as dg
 
     os.environ["DAGSTER_HOME"] = str(home)
@@ -94,7 +137,7 @@ def step_seconds(home: Path) -> dict[str, float]:
         if not runs:
             return {}
         starts: dict[str, float] = {}
-        out: dict[str, float] = {}
+        out: dict[str, tuple[float, float]] = {}
         for entry in instance.all_logs(runs[0].run_id):
             ev = entry.dagster_event
             if ev is None or entry.step_key is None:
@@ -102,7 +145,7 @@ def step_seconds(home: Path) -> dict[str, float]:
             if ev.event_type_value == "STEP_START":
                 starts[entry.step_key] = entry.timestamp
             elif ev.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE") and entry.step_key in starts:
-                out[entry.step_key] = entry.timestamp - starts[entry.step_key]
+                out[entry.step_key] = (starts[entry.step_key], entry.timestamp)
         return out
 
 
@@ -112,18 +155,24 @@ def run_once(folder: Path, env: dict[str, str], log: Path) -> RunFigures:
     exe = str(Path(sys.executable).parent / "dagster")
     start = time.monotonic()
     with log.open("w") as out:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             [exe, "job", "execute", "-j", "full_benchmark"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
         )
+        sampler = RssSampler(proc.pid)
+        sampler.start()
+        proc.wait()
+        sampler.stop()
     wall = time.monotonic() - start
     rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
+    windows = step_windows(Path(env["DAGSTER_HOME"]))
     return RunFigures(
         wall_s=wall,
-        steps=step_seconds(Path(env["DAGSTER_HOME"])),
+        steps={k: end - begin for k, (begin, end) in windows.items()},
         embedded=cache_rows(folder, "embeddings") - emb0,
         llm_calls=llm_cache_entries(folder) - llm0,
         peak_rss_mb=rss_mb,
         exit_code=proc.returncode,
+        step_peak_rss_mb={k: sampler.peak_between(b, e) for k, (b, e) in windows.items()},
     )
 
 
@@ -153,12 +202,13 @@ def short(step: str) -> str:
 
 def print_run(label: str, r: RunFigures, first_wall: float | None = None) -> None:
     ratio = f" ({100 * r.wall_s / first_wall:.1f}% of the first run)" if first_wall else ""
-    rss = f"peak RSS {r.peak_rss_mb:.0f} MB (largest process so far)"
+    rss = f"peak RSS {r.peak_rss_mb:.0f} MB (ru_maxrss: largest process so far)"
     print(f"{label}: {r.wall_s:.1f} s{ratio}, exit {r.exit_code}, {rss}")
     print(f"  vectors embedded: {r.embedded:,}; LLM calls: {r.llm_calls}")
     for step, secs in sorted(r.steps.items(), key=lambda kv: -kv[1]):
         share = f" ({100 * secs / r.wall_s:.1f}% of the run)" if r.wall_s else ""
-        print(f"  {short(step):<28} {secs:8.1f} s{share}")
+        rss = r.step_peak_rss_mb.get(step, 0.0)
+        print(f"  {short(step):<28} {secs:8.1f} s{share}  sampled peak RSS {rss:6.0f} MB")
 
 
 def main() -> None:

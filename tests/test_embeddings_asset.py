@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import dagster as dg
+import numpy as np
 import pytest
 import yaml
 
@@ -115,6 +116,10 @@ def test_asset_embeds_once_then_nothing(toy: tuple[Path, ResultStore]) -> None:
     meta2 = second.asset_materializations_for_node(node)[0].metadata
     assert meta2["skipped_unchanged"].value is True
     assert (meta2["unit_texts"].value, meta2["unique_texts"].value) == (meta["unit_texts"].value, 5)
+    # later stages of a run add shards (question vectors, reader spans): the unit texts are still there
+    EmbeddingCache(embeddings_dir(store.root), meta["model"].value).put(["f" * 64], np.ones((1, 384), np.float32))
+    again = dg.materialize([asset], resources=resources)
+    assert again.asset_materializations_for_node(node)[0].metadata["skipped_unchanged"].value is True
     turns = store.canonical_path("a", "turns")  # a re-converted table (atomic rename: new mtime)
     os.utime(turns, ns=(turns.stat().st_atime_ns, turns.stat().st_mtime_ns + 1_000_000_000))
     third = dg.materialize([asset], resources=resources)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ import resources.embeddings as embeddings_mod
 from pipeline.embedding_cache import short_text_calls
 from pipeline.memory.base import RetrievalResult, RetrievedUnit
 from pipeline.readers.base import ReaderDeps, ReadInput, build_reader
-from pipeline.readers.offline import unit_spans
+from pipeline.readers.offline import split_turns, unit_pieces, unit_spans
 from pipeline.records import QuestionRow
 from resources.embeddings import CachedEncoder, EmbeddingResource
 
@@ -90,15 +91,23 @@ def test_span_vectors_are_embedded_once_across_systems_and_questions(inputs: lis
     first = inputs[0]
     start = model.texts_encoded
     reader.answer(first)
-    spans = {s.embed_text for s in unit_spans(first.retrieval.units, 400)}
-    assert model.texts_encoded - start == len(spans | {first.question.question})
-    # another "system" retrieving a subset of the same units, and another question on them: no span re-embedded
+    turns = {p.text for p in unit_pieces(first.retrieval.units)}  # not pre-embedded in this test
+    shortlist = reader._shortlist(first.question.question, first.retrieval.units)  # cached now
+    spans = {s.embed_text for s in unit_spans(shortlist, 400)}
+    assert len(shortlist) == 5 < len(turns)
+    assert model.texts_encoded - start == len(spans | turns | {first.question.question})
+    # another "system" retrieving a subset of the same units, and another question on them: what
+    # reaches the model is exactly what no earlier call embedded (no text twice)
     subset = RetrievalResult(first.retrieval.units[::-1][:2], "", 0)
     other_q = _question("x", "other", "Which city did the user move to?")
-    start = model.texts_encoded
-    reader.answer(ReadInput(first.question, subset))
-    reader.answer(ReadInput(other_q, first.retrieval))
-    assert model.texts_encoded - start == 1  # only the new question text
+    known = spans | turns | {first.question.question}
+    for item in (ReadInput(first.question, subset), ReadInput(other_q, first.retrieval)):
+        start = model.texts_encoded
+        reader.answer(item)
+        used = reader._shortlist(item.question.question, item.retrieval.units)
+        wanted = {s.embed_text for s in unit_spans(used, 400)} | {item.question.question}
+        assert model.texts_encoded - start == len(wanted - known)
+        known |= wanted
     # a new reader on the same cache folder (a rerun) embeds nothing
     rerun = build_reader("offline", {}, ReaderDeps(encoder=EmbeddingResource().encoder(tmp_path)))
     start = model.texts_encoded
@@ -138,3 +147,66 @@ def test_only_marked_calls_use_encode_threads(tmp_path: Path, monkeypatch: pytes
         encoder.encode(["user: We went to Yosemite.", "It rained the whole weekend."])
     encoder.ensure(["user: a whole turn, embedded in bulk by the embeddings asset"])
     assert seen == [None, 1, None]  # None = the spec's num_threads (2)
+
+
+def test_turns_split_back_into_the_texts_the_embeddings_asset_embedded() -> None:
+    turns = ["Caroline: I moved.\nIt was in May.", "Melanie: Nice!", "Caroline: Note: see below"]
+    unit = "\n".join(turns)
+    assert split_turns(unit, frozenset({"Caroline", "Melanie"})) == turns
+    assert split_turns("A summary.\nSecond line.", frozenset({"Caroline"})) == ["A summary.\nSecond line."]
+    units = (RetrievedUnit("s1", 2, "s1", (), "user: b\nuser: a"), RetrievedUnit("s2", 1, "s2", (), "user: a"))
+    assert [(p.text, p.session_key) for p in unit_pieces(units)] == [("user: a", "s2"), ("user: b", "s1")]
+
+
+def test_shortlist_reads_turn_vectors_from_the_cache(inputs: list[ReadInput], tmp_path: Path) -> None:
+    """With the turn texts and the question cached (embeddings asset, retrieval), only the
+    sentences of the ``shortlist_turns`` closest turns reach the model."""
+    encoder = EmbeddingResource().encoder(tmp_path)
+    item = inputs[0]
+    turns = [p.text for p in unit_pieces(item.retrieval.units)]
+    encoder.encode([item.question.question, *turns])
+    reader = build_reader("offline", {"shortlist_turns": 3}, ReaderDeps(encoder=encoder))
+    start = encoder.model.texts_encoded
+    reader.answer(item)
+    shortlist = reader._shortlist(item.question.question, item.retrieval.units)
+    vecs = encoder.encode([item.question.question, *turns])
+    sims = vecs[1:] @ vecs[0]
+    assert [p.text for p in shortlist] == [t for t in turns if float(sims[turns.index(t)]) >= sorted(sims)[-3]]
+    new_spans = {s.embed_text for s in unit_spans(shortlist, 400)} - set(turns)
+    assert encoder.model.texts_encoded - start == len(new_spans) > 0
+
+
+def test_shortlist_off_scores_every_sentence(inputs: list[ReadInput], tmp_path: Path) -> None:
+    """``shortlist_turns: null`` is the exact reader: the best of all sentences, whatever the turn."""
+    encoder = EmbeddingResource().encoder(tmp_path)
+    reader = build_reader("offline", {"shortlist_turns": None}, ReaderDeps(encoder=encoder))
+    for item in inputs[:6]:
+        spans = unit_spans(item.retrieval.units, 400)
+        vecs = encoder.encode([item.question.question, *(s.embed_text for s in spans)])
+        best = max(float(v) for v in vecs[1:] @ vecs[0])
+        answer = reader.answer(item).prediction
+        assert answer == "No information available." or best >= 0.30
+        assert answer in {s.text for s in spans} | {"No information available."} or "(" in (answer or "")
+
+
+def test_prefetch_embeds_a_chunk_in_one_call_with_the_same_answers(inputs: list[ReadInput], tmp_path: Path) -> None:
+    """After ``prefetch`` the answers reach the model no more; they equal the per-question ones."""
+    chunk = inputs[:8]
+    plain = build_reader("offline", {}, ReaderDeps(encoder=EmbeddingResource().encoder(tmp_path / "plain")))
+    expected = [plain.answer(item).prediction for item in chunk]
+    encoder = EmbeddingResource().encoder(tmp_path / "batched")
+    reader = build_reader("offline", {}, ReaderDeps(encoder=encoder))
+    model = encoder.model
+    calls: list[int] = []
+    real = model.encode
+
+    def counting(texts: Any, threads: int | None = None) -> Any:
+        calls.append(len(texts))
+        return real(texts, threads=threads)
+
+    model.encode = counting  # type: ignore[method-assign]
+    reader.prefetch(chunk)
+    before = len(calls)
+    assert [reader.answer(item).prediction for item in chunk] == expected
+    assert len(calls) == before  # every sentence was embedded by the prefetch
+    assert calls[-1] > 50  # the new sentences of 8 questions (89 here) in one call

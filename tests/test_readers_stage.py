@@ -138,3 +138,33 @@ def test_llm_reader_without_llm_block_fails_at_start(tmp_path: Path) -> None:
     cfg = config(tmp_path, "locomo", readers=(ComponentConfig(name="gpt", kind="llm"),))
     with pytest.raises(ReaderConfigError, match=r"reader 'gpt' .*no 'llm:' block"):
         build_readers(cfg, ReaderDeps())
+
+
+def test_prefetch_sees_usable_inputs_per_chunk_and_its_failure_only_logs(tmp_path: Path, minilm: Encoder) -> None:
+    """The serial path hands a batching reader each chunk's usable inputs (ok, current rows)
+    before answering; a prefetch that raises is logged and the answers are computed anyway."""
+    cfg = config(tmp_path, "locomo")
+    store = ResultStore(results_dir=cfg.results_dir)
+    write_canonical(store, [question(dataset="d", question_id=f"q{i}", text="What did Melanie paint?") for i in (0, 1)])
+    h = system_hashes(cfg)
+    texts = ["Melanie: I painted a lake sunrise last year.", "Caroline: I went hiking."]
+    for i in (0, 1):
+        rows = [unit_row(f"d__q{i}", f"q{i}", "rag", h["rag"], **retrieval_payload(texts))]
+        rows.append(unit_row(f"d__q{i}", f"q{i}", "full", h["full"], "failed", "ingestion failed: boom"))
+        write_stage(store, "retrievals", f"d__q{i}", rows)
+    logs: list[str] = []
+    run = AnswerRun(store, cfg, build_readers(cfg, ReaderDeps(encoder=minilm)), log=logs.append)
+    reader = run.readers["offline"]
+    seen: list[list[str]] = []
+    reader.prefetch = lambda batch: seen.append([i.question.question_id for i in batch])  # type: ignore[attr-defined]
+    out = dict(run.compute(_items(run, [("d__q0", "q0"), ("d__q1", "q1")])))
+    assert seen == [["q0", "q1"]]  # one chunk, only the usable (rag) inputs
+    assert [r.status for r in out["d__q0"]] == [STATUS_OK, STATUS_FAILED]
+
+    def boom(_batch: object) -> None:
+        raise RuntimeError("disk full")
+
+    reader.prefetch = boom  # type: ignore[attr-defined]
+    again = dict(run.compute(_items(run, [("d__q0", "q0")])))
+    assert again["d__q0"][0].payload["prediction"] == out["d__q0"][0].payload["prediction"]
+    assert any("prefetch of 1 questions failed (RuntimeError: disk full)" in line for line in logs)

@@ -8,36 +8,48 @@ over the retrieved units (a cross-encoder's score of the same pairs when ``cross
 is set); the argmax wins, ties going to the lowest index. With nothing retrieved the options
 are scored against the question itself (still deterministic; ``context_tokens`` = 0 shows it).
 
-Free form: the retrieved units are split into lines and sentences ("spans"); the answer is the
-span most similar to the question, ranked by ``(cosine rounded to 3 decimals, number of shared
-question keywords, retrieval order)``, i.e. lexical overlap breaks near-ties. A span is embedded
-with its speaker ("Caroline: ...") but returned without it. For "when ..." questions the date of
-the span's session is appended in parentheses, since the answer to those is a date. When the best
-cosine is below ``abstain_below`` (default 0.30; MiniLM cosines of a question and an unrelated
-sentence are mostly below that) or nothing was retrieved, the reader abstains with the same
-sentence the LLM reader is told to use ("No information available.").
+Free form, in two steps (issue 14: the answers stage was 55 % of a full run, embedding ~200k
+context sentences one question at a time):
+1. Turn shortlist from vectors the pipeline already has. The retrieved units are split into turns
+   (a new turn starts at a line ``<speaker>: ...`` whose speaker starts one of the units; a unit
+   with no such line, e.g. a session summary, is one piece). Each piece is the text the
+   embeddings asset embedded, so its vector, and the question's (embedded at retrieval), come
+   from the cache. The ``shortlist_turns`` pieces most similar to the question are kept (ranked by
+   cosine rounded to 3 decimals, then retrieval order); ``shortlist_turns: null`` keeps them all
+   (the exact, slow reader of before).
+2. Span choice. The kept pieces are split into lines and sentences ("spans", in retrieval order);
+   the answer is the span most similar to the question, ranked by ``(cosine rounded to 3 decimals,
+   number of shared question keywords, retrieval order)``, i.e. lexical overlap breaks near-ties.
+   A span is embedded with its speaker ("Caroline: ...") but returned without it. For "when ..."
+   questions the date of the span's session is appended in parentheses, since the answer to those
+   is a date. When the best cosine is below ``abstain_below`` (default 0.30; MiniLM cosines of a
+   question and an unrelated sentence are mostly below that) or nothing was retrieved, the reader
+   abstains with the same sentence the LLM reader is told to use ("No information available.").
 
-Cost (issue 14 item 1): the span vectors come from the run's embedding cache, keyed by (model
-variant, sha256 of the text) like every other vector, so a span is embedded once per results
-folder, whichever system, question or rerun meets it again; a span that is a whole turn's unit
-text reuses the embeddings asset's vector. On a 230-question slice of configs/shared.yaml the
-reader asked for 164,459 span/question texts and 11,941 reached the model
-(benchmarks/offline_reader_replay.py): what remains is one forward pass per distinct sentence,
-which exact predictions require. Those calls are marked ``short_text_calls()`` and run on one
-torch thread (resources/embeddings.py ENCODE_THREADS): 2.2-3.2x less CPU than two threads in
-three A/B replays on the shared box (wall 92 -> 79 s at load 3, 192 -> 68 s at load 5). Query
-vectors (retrieval) keep the encoder's thread count: a different thread count moves bf16 vectors
-by ~1e-4 in cosine, which moved the retrievals' semantic scores and flipped one near-tie answer
-of 1,070 when queries also ran on one thread.
+Measured on configs/shared.yaml's retrievals (benchmarks/offline_reader_replay.py, 1,300
+(question, system) pairs, 100 per dataset x system, cold span cache): all spans 60,640 texts to
+the model, 184.8 s; ``shortlist_turns: 5`` 13,338 texts, 72.7 s, with judged scores within the
+sample's noise of the exact reader (LoCoMo F1 per system -0.01 to +0.00, LongMemEval contains
+-0.01 to +0.02); one turn only (13.1 % LongMemEval_S contains, every LoCoMo turn system equal)
+lost what distinguishes the memory systems.
+
+Cost of step 2: span vectors come from the run's embedding cache, keyed by (model variant,
+sha256 of the text) like every other vector, so a span is embedded once per results folder,
+whichever system, question or rerun meets it again; a span that is a whole turn reuses the
+embeddings asset's vector. Those calls are marked ``short_text_calls()`` and run on one torch
+thread (resources/embeddings.py ENCODE_THREADS): 2.2-3.2x less CPU than two threads in three
+A/B replays on the shared box. Query and turn vectors keep the encoder's thread count: a
+different thread count moves bf16 vectors by ~1e-4 in cosine, which moved the retrievals'
+semantic scores and flipped one near-tie answer of 1,070 when queries also ran on one thread.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from pydantic import Field
@@ -69,6 +81,8 @@ class OfflineReaderParams(ReaderParams):
     abstain_below: float = Field(default=0.30, ge=-1.0, le=1.0)
     cross_encoder_path: str | None = None  # local folder of a sentence-transformers CrossEncoder
     max_spans: int = Field(default=400, gt=0)  # cap on sentences scored per question
+    # turns whose sentences are scored (by turn-vector cosine); None = every retrieved turn
+    shortlist_turns: int | None = Field(default=5, gt=0)
 
 
 @dataclass(frozen=True)
@@ -81,7 +95,57 @@ class Span:
     order: int
 
 
-def unit_spans(units: tuple[RetrievedUnit, ...], limit: int) -> list[Span]:
+@dataclass(frozen=True)
+class Piece:
+    """One turn of a retrieved unit (or the whole unit when it has no speaker lines)."""
+
+    text: str
+    session_key: str
+    rank: int
+
+
+def split_turns(text: str, speakers: frozenset[str]) -> list[str]:
+    """``text`` cut before every line ``<speaker>: ...`` of a known speaker; joined back by "\n"
+    the pieces are ``text`` again. A unit is its turns' texts joined by newlines, so the pieces
+    are the texts the embeddings asset embedded (a turn containing such a line is cut too: its
+    pieces are then embedded on their own, a cost, not an error)."""
+    pieces: list[list[str]] = []
+    for line in text.split("\n"):
+        match = _SPEAKER.match(line)
+        if not pieces or (match is not None and match.group(1) in speakers):
+            pieces.append([line])
+        else:
+            pieces[-1].append(line)
+    return ["\n".join(p) for p in pieces]
+
+
+def unit_pieces(units: tuple[RetrievedUnit, ...]) -> list[Piece]:
+    """The turns of the units in retrieval order, deduplicated by text."""
+    ordered = sorted(units, key=lambda u: u.rank)
+    firsts = (_SPEAKER.match(u.text.split("\n", 1)[0]) for u in ordered)
+    speakers = frozenset(m.group(1) for m in firsts if m is not None)
+    pieces: list[Piece] = []
+    seen: set[str] = set()
+    for unit in ordered:
+        for text in split_turns(unit.text, speakers):
+            if text.strip() and text not in seen:
+                seen.add(text)
+                pieces.append(Piece(text, unit.session_key, len(pieces)))
+    return pieces
+
+
+class _Ranked(Protocol):
+    """A retrieved unit or a turn of one: what ``unit_spans`` reads."""
+
+    @property
+    def rank(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def session_key(self) -> str: ...
+
+
+def unit_spans(units: Sequence[_Ranked], limit: int) -> list[Span]:
     """Sentences of the units in retrieval order, deduplicated, at most ``limit``."""
     spans: list[Span] = []
     seen: set[str] = set()
@@ -113,6 +177,10 @@ def best_span(question: str, spans: list[Span], sims: np.ndarray) -> tuple[Span,
     return spans[i], float(sims[i])
 
 
+def _shortlist_key(question: str, units: tuple[RetrievedUnit, ...]) -> tuple[str, tuple[tuple[int, str], ...]]:
+    return question, tuple((u.rank, u.text) for u in units)
+
+
 @READERS.register(KIND)
 class OfflineReader:
     params_model = OfflineReaderParams
@@ -131,6 +199,7 @@ class OfflineReader:
             raise ReaderConfigError(f"reader kind 'offline': cross_encoder_path {path!r} is not a folder")
         self.encoder: Encoder = deps.encoder
         self._cross: Any = None
+        self._shortlists: dict[tuple[str, tuple[tuple[int, str], ...]], list[Piece]] = {}  # filled by prefetch
 
     @classmethod
     def identity(cls, params: Mapping[str, Any], cfg: BenchmarkConfig) -> str:
@@ -175,9 +244,45 @@ class OfflineReader:
         return self._cross
 
     # ---- free form -----------------------------------------------------------------------
+    def prefetch(self, items: Sequence[ReadInput]) -> None:
+        """Embed, in one call, the sentences the free-form answers to ``items`` will score.
+
+        Why: answered one question at a time, the new sentences per call averaged 7 on
+        configs/shared.yaml: ~2,800 model calls on tiny batches and as many cache shards. The
+        answers stage calls this for a chunk of questions (pipeline/readers/run.py) before
+        answering them; the answers are the ones ``answer`` gives without it (same texts, same
+        one-thread encode path; the shortlists computed here are reused, not recomputed).
+        """
+        self._shortlists.clear()
+        texts: list[str] = []
+        for item in items:
+            q = item.question
+            if is_multiple_choice(q):
+                continue
+            shortlist = self._shortlist(q.question, item.retrieval.units)
+            self._shortlists[_shortlist_key(q.question, item.retrieval.units)] = shortlist
+            texts += [q.question, *(s.embed_text for s in unit_spans(shortlist, self.params.max_spans))]
+        if texts:
+            with short_text_calls():
+                self.encoder.encode(texts)
+
+    def _shortlist(self, question: str, units: tuple[RetrievedUnit, ...]) -> list[Piece]:
+        """The ``shortlist_turns`` turns closest to the question, in retrieval order (step 1)."""
+        known = self._shortlists.pop(_shortlist_key(question, units), None)
+        if known is not None:
+            return known
+        pieces = unit_pieces(units)
+        limit = self.params.shortlist_turns
+        if limit is None or len(pieces) <= limit:
+            return pieces
+        vecs = self.encoder.encode([question, *(p.text for p in pieces)])  # cached: no model call
+        sims = vecs[1:] @ vecs[0]
+        best = sorted(range(len(pieces)), key=lambda i: (-round(float(sims[i]), 3), i))[:limit]
+        return [pieces[i] for i in sorted(best)]
+
     def _free_form(self, item: ReadInput) -> Answer:
         q = item.question
-        spans = unit_spans(item.retrieval.units, self.params.max_spans)
+        spans = unit_spans(self._shortlist(q.question, item.retrieval.units), self.params.max_spans)
         if not spans:
             return Answer(ABSTENTION_ANSWER, None, False, self.model_id(), cost_usd=0.0)
         with short_text_calls():  # one torch thread for these short sentences (see the module doc)
