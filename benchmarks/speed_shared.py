@@ -66,14 +66,14 @@ class RssSampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid, self.every_s = pid, every_s
         self.samples: list[tuple[float, float]] = []
-        self._stop = threading.Event()
+        self._done = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.wait(self.every_s):
+        while not self._done.wait(self.every_s):
             self.samples.append((time.time(), tree_rss_mb(self.pid)))
 
     def stop(self) -> None:
-        self._stop.set()
+        self._done.set()
         self.join()
 
     def peak_between(self, start: float, end: float) -> float:

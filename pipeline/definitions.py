@@ -29,6 +29,7 @@ from assets.stages import build_stage_assets, question_partitions
 from pipeline.config import BenchmarkConfig, load_config
 from pipeline.config_resolve import check_config
 from pipeline.datasets.keys import config_keys
+from pipeline.heap import limit_arenas, release_freed
 from resources.factory import build_resources
 
 BACKFILL_CHUNK_ENV = "MEMBENCH_BACKFILL_CHUNK"
@@ -54,6 +55,17 @@ def _job_tags(cfg: BenchmarkConfig, keys: list[str]) -> dict[str, str]:
     return tags
 
 
+@dg.success_hook(name="release_freed_memory")
+def _release_after_step_ok(context: dg.HookContext) -> None:
+    """Freed heap pages back to the OS after each step, so the next step starts low (pipeline/heap.py)."""
+    release_freed()
+
+
+@dg.failure_hook(name="release_freed_memory_on_failure")
+def _release_after_step_failed(context: dg.HookContext) -> None:
+    release_freed()
+
+
 def build_defs(config_path: str | None = None) -> dg.Definitions:
     """Definitions bound to one benchmark config (tests pass their own)."""
     with warnings.catch_warnings():  # backfill_policy on @asset is "beta" in Dagster 1.13; we rely on it knowingly
@@ -77,6 +89,7 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
     tags = _job_tags(cfg, keys)
     everything = dg.AssetSelection.assets(*[k for a in assets if isinstance(a, dg.AssetsDefinition) for k in a.keys])
     answering = [key(prefix, n) for n in ("answers", "judgments", REPORTS[1])]
+    release = {_release_after_step_ok, _release_after_step_failed}
     full_benchmark = dg.define_asset_job(
         "full_benchmark",
         selection=everything,
@@ -87,6 +100,7 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
             "already done are skipped)."
         ),
         executor_def=dg.in_process_executor,
+        hooks=release,
     )
     retrieval_benchmark = dg.define_asset_job(
         "retrieval_benchmark",
@@ -94,6 +108,7 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
         tags=tags,
         description="Retrieval only (no reader, no judge): canonical, embeddings, ingestion, retrieval, its report.",
         executor_def=dg.in_process_executor,
+        hooks=release,
     )
     question_stages = dg.define_asset_job(
         "question_stages",
@@ -104,6 +119,7 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
             "the range given by --tags '{\"dagster/asset_partition_range_start\": A, \"..._end\": B}'."
         ),
         executor_def=dg.in_process_executor,
+        hooks=release,
     )
     return dg.Definitions(
         assets=assets,
@@ -112,4 +128,5 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
     )
 
 
+limit_arenas()  # every step runs in this process (in-process executor): see pipeline/heap.py
 defs = build_defs()

@@ -175,9 +175,10 @@ class ResultStore:
     def write_partition(self, stage: str, key: str, table: pa.Table) -> None:
         write_parquet_atomic(self.partition_path(stage, key), table)
 
-    def read_partition(self, stage: str, key: str) -> pa.Table | None:
+    def read_partition(self, stage: str, key: str, columns: list[str] | None = None) -> pa.Table | None:
+        """One question's rows of a stage (``columns``: only those), None when it has no file."""
         path = self.partition_path(stage, key)
-        return pq.read_table(path) if path.exists() else None
+        return pq.read_table(path, columns=columns) if path.exists() else None
 
     def read_canonical(self, dataset: str, table: str) -> pa.Table | None:
         """A canonical table of one dataset (``<table>.parquet`` or its ``<table>-NNNNN`` parts)."""

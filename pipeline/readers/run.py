@@ -28,6 +28,7 @@ import pyarrow as pa
 from pipeline.config import BenchmarkConfig, ComponentConfig
 from pipeline.config_resolve import resolved
 from pipeline.corpus import Corpus
+from pipeline.memory.base import RetrievalResult
 from pipeline.memory.systems import system_specs
 from pipeline.parallel import parallel_map
 from pipeline.readers.base import (
@@ -173,6 +174,8 @@ class AnswerRun:
         self._corpora: dict[str, Corpus] = {}
         self._units: dict[str, dict[str, AnswerUnit]] = {}
         self._locks = {name: threading.Lock() for name, r in readers.items() if not r.thread_safe}
+        # (partition key, system) -> the retrieval built for the chunk's prefetch, reused by its answers
+        self._retrievals: dict[tuple[str, str], RetrievalResult] = {}
 
     def units_for(self, dataset: str) -> list[UnitSpec]:
         return [u.spec for u in self._dataset_units(dataset).values()]
@@ -215,6 +218,7 @@ class AnswerRun:
         (or fails) on its own, per question, as without it.
         """
         inputs: dict[str, list[ReadInput]] = {}
+        self._retrievals.clear()
         try:
             for item in chunk:
                 corpus = self.corpus(item.dataset)
@@ -226,7 +230,8 @@ class AnswerRun:
                     row = rows.get(unit.system)
                     if row is None or row["status"] != STATUS_OK or row["config_hash"] != unit.system_hash:
                         continue
-                    inputs.setdefault(unit.reader.name, []).append(ReadInput(question, retrieval_from_row(row)))
+                    retrieval = self._retrievals.setdefault((item.partition_key, unit.system), retrieval_from_row(row))
+                    inputs.setdefault(unit.reader.name, []).append(ReadInput(question, retrieval))
             for name, batch in inputs.items():
                 prefetch = getattr(self.readers[name], "prefetch", None)
                 if prefetch is not None:
@@ -263,7 +268,7 @@ class AnswerRun:
         )
         if error is not None or row is None:
             return UnitResult.failed(spec, error or "upstream retrieval missing")
-        retrieval = retrieval_from_row(row)
+        retrieval = self._retrievals.pop((question.partition_key, unit.system), None) or retrieval_from_row(row)
         dates = session_dates(corpus, [u.session_key for u in retrieval.units])
         reader = self.readers[unit.reader.name]
         lock = self._locks.get(unit.reader.name) or nullcontext()

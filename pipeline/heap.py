@@ -1,0 +1,48 @@
+"""Give freed heap memory back to the OS between pipeline steps (glibc only; elsewhere a no-op).
+
+Why: ``dagster job execute`` runs every step in one process (in-process executor). A step frees
+what it built (corpora, contexts, vectors) when it ends, but glibc keeps freed blocks in its
+arenas, one arena per thread that ever allocated (torch, DuckDB and Dagster threads), so the next
+step started from the previous step's high-water mark and the run's peak RSS was the sum of
+fragments rather than the largest step. ``limit_arenas`` caps the arenas at two (like
+``MALLOC_ARENA_MAX=2``, which must otherwise be set before the process starts) and
+``release_freed`` returns free pages at the top and inside of the heaps (``malloc_trim(0)``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+from functools import cache
+from typing import Any
+
+M_ARENA_MAX = -8  # glibc mallopt parameter
+ARENAS = 2
+
+
+@cache
+def _libc() -> Any | None:
+    """glibc, or None (musl, macOS, Windows: nothing to do)."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+        _ = libc.malloc_trim, libc.mallopt
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def limit_arenas(arenas: int = ARENAS) -> bool:
+    """Cap glibc's malloc arenas for threads created from now on; True when applied."""
+    libc = _libc()
+    return bool(libc is not None and libc.mallopt(M_ARENA_MAX, arenas) == 1)
+
+
+def release_freed() -> bool:
+    """Collect garbage, then hand free heap pages back to the OS; True when memory was released."""
+    gc.collect()
+    libc = _libc()
+    return bool(libc is not None and libc.malloc_trim(0) == 1)
