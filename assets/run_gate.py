@@ -58,7 +58,7 @@ def failed_by_stage(store: ResultStore, stages: Sequence[str], keys: Sequence[st
     """stage -> (failed questions among ``keys``, one example error), from the progress view."""
     if not stages or not keys:
         return {}
-    with store.connect() as con:
+    with store.reader() as con:  # the catalog when current: the run's last step stays cheap on a rerun
         if "progress" not in {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}:
             return {}
         rows = con.execute(FAILED_SQL, {"stages": list(stages), "keys": list(keys)}).fetchall()

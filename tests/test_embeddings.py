@@ -183,3 +183,18 @@ def test_worker_processes_give_the_same_vectors_in_order(tmp_path: Path) -> None
     stats = enc.ensure(texts)
     assert (stats.embedded, enc._model) == (5, None)  # embedded by the workers, not this process
     np.testing.assert_allclose(enc.encode(texts), ref, atol=1e-5)
+
+
+def test_compact_keeps_a_hash_written_by_two_writers_once(tmp_path: Path) -> None:
+    """Two processes that embedded the same text each wrote a shard: the merged shard holds it once,
+    with the vector the index served before the merge (the first shard's)."""
+    first, second = EmbeddingCache(tmp_path, "m"), EmbeddingCache(tmp_path, "m")
+    v1, v2 = _unit(2, seed=3), _unit(2, seed=4)
+    first.put(["d", "e"], v1)
+    second.put(["d", "f"], v2)
+    cache = EmbeddingCache(tmp_path, "m")
+    served = cache.get(["d", "e", "f"])
+    assert cache.compact() == 2
+    merged = list(cache.directory.glob("part-*.parquet"))
+    assert len(merged) == 1 and pq.read_table(merged[0]).column("text_hash").to_pylist() == ["d", "e", "f"]
+    np.testing.assert_array_equal(EmbeddingCache(tmp_path, "m").get(["d", "e", "f"]), served)

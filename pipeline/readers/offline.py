@@ -26,19 +26,23 @@ context sentences one question at a time):
    question and an unrelated sentence are mostly below that) or nothing was retrieved, the reader
    abstains with the same sentence the LLM reader is told to use ("No information available.").
 
-Measured on configs/shared.yaml's retrievals (benchmarks/offline_reader_replay.py, 1,300
-(question, system) pairs, 100 per dataset x system, cold span cache): all spans 60,640 texts to
-the model, 184.8 s; ``shortlist_turns: 5`` 13,338 texts, 72.7 s, with judged scores within the
-sample's noise of the exact reader (LoCoMo F1 per system -0.01 to +0.00, LongMemEval contains
--0.01 to +0.02); one turn only (13.1 % LongMemEval_S contains, every LoCoMo turn system equal)
-lost what distinguishes the memory systems.
+What the shortlist costs in quality, measured on the whole of configs/shared.yaml (2,984
+questions x 4-5 systems, same retrievals, judged by the default judges; exact reader -> shortlist
+of 5): LongMemEval_S contains 0.147-0.169 -> 0.150-0.160 (full_context +0.002, hybrid -0.009,
+rag -0.004), oracle 0.179 -> 0.170, LoCoMo token F1 per system -0.008 to +0.005 (full_context
+0.039 -> 0.044, hybrid 0.066 -> 0.059), keyword overlap -0.020 to +0.010. Embedding work: ~203k
+sentences -> 19,785 (benchmarks/offline_reader_replay.py on the same retrievals, cold span
+cache). A study of the reader itself, not of memory systems, should set ``shortlist_turns: null``.
 
 Cost of step 2: span vectors come from the run's embedding cache, keyed by (model variant,
 sha256 of the text) like every other vector, so a span is embedded once per results folder,
 whichever system, question or rerun meets it again; a span that is a whole turn reuses the
-embeddings asset's vector. Those calls are marked ``short_text_calls()`` and run on one torch
-thread (resources/embeddings.py ENCODE_THREADS): 2.2-3.2x less CPU than two threads in three
-A/B replays on the shared box. Query and turn vectors keep the encoder's thread count: a
+embeddings asset's vector. The answers stage first hands the reader a chunk of 32 questions
+(``prefetch``), whose new sentences are embedded in one call on the encoder's thread count (on
+the replay: 2,811 model calls of ~7 texts, 120.4 s -> 95 calls, 46.0 s); a question answered
+without it embeds its own sentences in a call marked ``short_text_calls()``, on one torch thread
+(resources/embeddings.py ENCODE_THREADS: 2.2-3.2x less CPU than two threads for such small
+calls in three A/B replays on the shared box). Query and turn vectors keep the encoder's thread count: a
 different thread count moves bf16 vectors by ~1e-4 in cosine, which moved the retrievals'
 semantic scores and flipped one near-tie answer of 1,070 when queries also ran on one thread.
 """
