@@ -69,7 +69,13 @@ def _snapshot(instance: dg.DagsterInstance) -> dict[str, object]:
             rows = instance.event_log_storage.get_event_records(flt, ascending=True)
             out[f"{name} {kind.name}"] = [(r.partition_key, r.event_log_entry.step_key) for r in rows]
         [record] = instance.get_asset_records([key])
-        out[f"{name} last partition"] = record.asset_entry.last_materialization_record.partition_key  # type: ignore[union-attr]
+        last = record.asset_entry.last_materialization_record
+        assert last is not None and last.storage_id == rows[-1].storage_id  # the newest materialization
+        out[f"{name} last partition"] = last.partition_key
+        runs = [r.run_id for r in reversed(instance.get_runs())]
+        out[f"{name} last run"] = runs.index(record.asset_entry.last_run_id or "")
+        flt = dg.EventRecordsFilter(dg.DagsterEventType.ASSET_MATERIALIZATION, asset_key=key, asset_partitions=["q02"])
+        out[f"{name} q02 materializations"] = len(instance.event_log_storage.get_event_records(flt))
     for n, run in enumerate(reversed(instance.get_runs())):
         logs = instance.all_logs(run.run_id)
         out[f"run {n} events"] = [
