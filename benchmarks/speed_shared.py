@@ -10,14 +10,16 @@ full_benchmark`` twice in a row and prints, from the run's Dagster event log and
   answers step's share of the first run (target: <= 10 %);
 - vectors embedded in each run (rows added to the embedding cache: what reached the model) and
   LLM calls (entries added to the LLM cache; the shared config has no LLM, so 0 by construction);
-- peak RSS (the largest process of the run, ``ru_maxrss`` of the waited-for children).
+- peak RSS: ``ru_maxrss`` of the run's process (every step runs in it: in-process executor), and
+  per step the largest RSS sampled every 0.25 s between its start and end events (so a memory-hungry
+  step can be told from one that inherits a high water mark);
+- retrieval latency p50/p95 per memory system on LongMemEval_S.
 
-    .venv/bin/python benchmarks/speed_shared.py --locomo 150 --oracle 60 --lme-s 20
+    .venv/bin/python benchmarks/speed_shared.py --locomo 100000 --oracle 100000 --lme-s 100000 --workdir /tmp/full
 
-The full configs/shared.yaml run takes 80+ minutes on the 2-core dev box; this slice is what a
-benchmark can afford. Ratios on a slice are not the full run's: the embeddings step is
-proportionally larger on LongMemEval_S-heavy slices, and fixed costs (process start, model load)
-weigh more.
+(the whole configs/shared.yaml: ~14 min first run + rerun on the 2-core dev box). Smaller
+``--locomo/--oracle/--lme-s`` give a slice; ratios on a slice are not the full run's (fixed costs,
+process start and model load, weigh more).
 """
 
 from __future__ import annotations
