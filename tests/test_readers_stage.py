@@ -168,3 +168,21 @@ def test_prefetch_sees_usable_inputs_per_chunk_and_its_failure_only_logs(tmp_pat
     again = dict(run.compute(_items(run, [("d__q0", "q0")])))
     assert again["d__q0"][0].payload["prediction"] == out["d__q0"][0].payload["prediction"]
     assert any("prefetch of 1 questions failed (RuntimeError: disk full)" in line for line in logs)
+
+
+def test_an_unreadable_retrieval_file_fails_its_question_only(tmp_path: Path, minilm: Encoder) -> None:
+    """The serial path reads a chunk's retrievals up front; a corrupt file still fails only its
+    own question, with the reader's error, and the chunk's other questions are answered."""
+    cfg = config(tmp_path, "locomo")
+    store = ResultStore(results_dir=cfg.results_dir)
+    write_canonical(store, [question(dataset="d", question_id=f"q{i}", text="What did Melanie paint?") for i in (0, 1)])
+    h = system_hashes(cfg)
+    texts = ["Melanie: I painted a lake sunrise last year."]
+    for i in (0, 1):
+        row = unit_row(f"d__q{i}", f"q{i}", "rag", h["rag"], **retrieval_payload(texts))
+        write_stage(store, "retrievals", f"d__q{i}", [row])
+    store.partition_path("retrievals", "d__q1").write_bytes(b"not parquet")
+    run = AnswerRun(store, cfg, build_readers(cfg, ReaderDeps(encoder=minilm)))
+    out = dict(run.compute(_items(run, [("d__q0", "q0"), ("d__q1", "q1")])))
+    assert out["d__q0"][0].status == STATUS_OK
+    assert all(r.status == STATUS_FAILED and "ArrowInvalid" in (r.error or "") for r in out["d__q1"])

@@ -13,6 +13,7 @@ config hash) => the answer unit fails with "upstream retrieval ...", never an em
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -202,16 +203,23 @@ class AnswerRun:
         if self.max_workers <= 1:
             for start in range(0, len(items), PREFETCH_QUESTIONS):
                 chunk = items[start : start + PREFETCH_QUESTIONS]
-                tables = {i.partition_key: self.store.read_partition(RETRIEVALS, i.partition_key) for i in chunk}
-                self._prefetch(chunk, tables)
+                rows: dict[str, dict[str, dict[str, Any]]] = {}
+                for i in chunk:  # read once for prefetch and answers; a bad file fails in answer_item
+                    with contextlib.suppress(Exception):
+                        rows[i.partition_key] = self._retrieval_rows(i)
+                self._prefetch(chunk, rows)
                 for item in chunk:
-                    yield item.partition_key, guarded(partial(self.answer_item, table=tables[item.partition_key]), item)
+                    answer = partial(self.answer_item, rows=rows.get(item.partition_key))
+                    yield item.partition_key, guarded(answer, item)
             return
         work = partial(guarded, self.answer_item)
         for item, results in parallel_map(work, items, self.max_workers, "answers"):
             yield item.partition_key, results
 
-    def _prefetch(self, chunk: list[WorkItem], tables: Mapping[str, pa.Table | None]) -> None:
+    def _retrieval_rows(self, item: WorkItem) -> dict[str, dict[str, Any]]:
+        return rows_by_unit(self.store.read_partition(RETRIEVALS, item.partition_key), item.record_hash)
+
+    def _prefetch(self, chunk: list[WorkItem], rows_of: Mapping[str, dict[str, dict[str, Any]]]) -> None:
         """Let readers that batch their work (``prefetch``) see a chunk's inputs first.
 
         Only a speed-up: an error here is logged and ignored, and each answer is then computed
@@ -221,9 +229,11 @@ class AnswerRun:
         self._retrievals.clear()
         try:
             for item in chunk:
+                if item.partition_key not in rows_of:
+                    continue
                 corpus = self.corpus(item.dataset)
                 question = corpus.question(item.partition_key)
-                rows = rows_by_unit(tables[item.partition_key], item.record_hash)
+                rows = rows_of[item.partition_key]
                 units = self._dataset_units(item.dataset)
                 for spec in item.units:
                     unit = units[spec.unit]
@@ -240,12 +250,12 @@ class AnswerRun:
         except Exception as exc:  # a failed speed-up must not fail the answers
             self.log(f"answers: prefetch of {len(chunk)} questions failed ({type(exc).__name__}: {exc}); one by one")
 
-    def answer_item(self, item: WorkItem, table: pa.Table | None = None) -> list[UnitResult]:
+    def answer_item(self, item: WorkItem, rows: dict[str, dict[str, Any]] | None = None) -> list[UnitResult]:
+        """``rows``: the question's retrieval rows when already read (the serial path's chunk)."""
         corpus = self.corpus(item.dataset)
         question = corpus.question(item.partition_key)
-        if table is None:
-            table = self.store.read_partition(RETRIEVALS, item.partition_key)
-        rows = rows_by_unit(table, item.record_hash)
+        if rows is None:
+            rows = self._retrieval_rows(item)
         units = self._dataset_units(item.dataset)
         return [self.answer_unit(units[s.unit], s, question, rows, corpus) for s in item.units]
 
