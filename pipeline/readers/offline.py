@@ -49,6 +49,7 @@ semantic scores and flipped one near-tie answer of 1,070 when queries also ran o
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -123,19 +124,88 @@ def split_turns(text: str, speakers: frozenset[str]) -> list[str]:
     return ["\n".join(p) for p in pieces]
 
 
+def unit_speakers(units: Sequence[RetrievedUnit]) -> frozenset[str]:
+    """Speakers that start one of the units: the line prefixes that start a new turn."""
+    firsts = (_SPEAKER.match(u.text.split("\n", 1)[0]) for u in units)
+    return frozenset(m.group(1) for m in firsts if m is not None)
+
+
+def unit_turns(text: str, speakers: frozenset[str]) -> list[str]:
+    """A unit's non-blank turns (``split_turns`` without the blank pieces)."""
+    return [t for t in split_turns(text, speakers) if t.strip()]
+
+
 def unit_pieces(units: tuple[RetrievedUnit, ...]) -> list[Piece]:
     """The turns of the units in retrieval order, deduplicated by text."""
     ordered = sorted(units, key=lambda u: u.rank)
-    firsts = (_SPEAKER.match(u.text.split("\n", 1)[0]) for u in ordered)
-    speakers = frozenset(m.group(1) for m in firsts if m is not None)
+    speakers = unit_speakers(ordered)
+    return dedup_pieces(ordered, [unit_turns(u.text, speakers) for u in ordered])[0]
+
+
+def dedup_pieces(
+    ordered: Sequence[RetrievedUnit], turns: Sequence[Sequence[str]]
+) -> tuple[list[Piece], list[tuple[int, int]]]:
+    """Pieces of ``turns`` (one list per unit, retrieval order) first seen, and where each came
+    from: (unit position, turn position)."""
     pieces: list[Piece] = []
+    where: list[tuple[int, int]] = []
     seen: set[str] = set()
-    for unit in ordered:
-        for text in split_turns(unit.text, speakers):
-            if text.strip() and text not in seen:
+    for u, (unit, texts) in enumerate(zip(ordered, turns, strict=True)):
+        for t, text in enumerate(texts):
+            if text not in seen:
                 seen.add(text)
                 pieces.append(Piece(text, unit.session_key, len(pieces)))
-    return pieces
+                where.append((u, t))
+    return pieces, where
+
+
+class UnitTurns:
+    """Units' turn texts and (once asked) turn vectors, memoised per (unit text, speakers).
+
+    Why: the same unit comes back for many (question, system) pairs (a LoCoMo conversation's
+    sessions for each of its ~200 questions under full_context): splitting it and looking each
+    turn up in the embedding cache (a sha256 per turn) every time cost ~6 s of the answers stage
+    on configs/shared.yaml (2.0M turn lookups). The reader clears it per prefetch chunk, and it
+    clears itself at ``MEMO_UNITS`` units, so it holds what neighbouring questions share.
+    """
+
+    MEMO_UNITS = 4096
+
+    def __init__(self, encoder: Encoder) -> None:
+        self.encoder = encoder
+        self._turns: dict[tuple[str, frozenset[str]], list[str]] = {}
+        self._vectors: dict[tuple[str, frozenset[str]], np.ndarray] = {}
+
+    def clear(self) -> None:
+        self._turns.clear()
+        self._vectors.clear()
+
+    def turns(self, units: Sequence[RetrievedUnit], speakers: frozenset[str]) -> list[list[str]]:
+        """``unit_turns`` of each unit."""
+        if len(self._turns) + len(units) > self.MEMO_UNITS:
+            self.clear()
+        out = []
+        for unit in units:
+            key = (unit.text, speakers)
+            turns = self._turns.get(key)
+            if turns is None:
+                turns = self._turns[key] = unit_turns(unit.text, speakers)
+            out.append(turns)
+        return out
+
+    def vectors(self, units: Sequence[RetrievedUnit], speakers: frozenset[str]) -> list[np.ndarray]:
+        """Per unit, the vectors of its ``turns`` rows (call ``turns`` first); the units not
+        memoised yet are looked up, and any turn not cached embedded, in one encode call."""
+        keys = [(u.text, speakers) for u in units]
+        todo = [k for k in dict.fromkeys(keys) if k not in self._vectors]
+        if todo:
+            flat = self.encoder.encode([t for k in todo for t in self._turns[k]])
+            start = 0
+            for k in todo:
+                n = len(self._turns[k])
+                self._vectors[k] = flat[start : start + n]
+                start += n
+        return [self._vectors[k] for k in keys]
 
 
 class _Ranked(Protocol):
@@ -204,6 +274,7 @@ class OfflineReader:
         self.encoder: Encoder = deps.encoder
         self._cross: Any = None
         self._shortlists: dict[tuple[str, tuple[tuple[int, str], ...]], list[Piece]] = {}  # filled by prefetch
+        self._turns = UnitTurns(self.encoder)
 
     @classmethod
     def identity(cls, params: Mapping[str, Any], cfg: BenchmarkConfig) -> str:
@@ -259,6 +330,7 @@ class OfflineReader:
         can differ from the per-question one in the last bits (bf16), never its text or its key.
         """
         self._shortlists.clear()
+        self._turns.clear()
         texts: list[str] = []
         for item in items:
             q = item.question
@@ -275,13 +347,18 @@ class OfflineReader:
         known = self._shortlists.pop(_shortlist_key(question, units), None)
         if known is not None:
             return known
-        pieces = unit_pieces(units)
+        ordered = sorted(units, key=lambda u: u.rank)
+        speakers = unit_speakers(ordered)
+        turns = self._turns.turns(ordered, speakers)
+        pieces, where = dedup_pieces(ordered, turns)
         limit = self.params.shortlist_turns
         if limit is None or len(pieces) <= limit:
             return pieces
-        vecs = self.encoder.encode([question, *(p.text for p in pieces)])  # cached: no model call
-        sims = vecs[1:] @ vecs[0]
-        best = sorted(range(len(pieces)), key=lambda i: (-round(float(sims[i]), 3), i))[:limit]
+        vectors = self._turns.vectors(ordered, speakers)  # cached turn vectors: no model call
+        query = self.encoder.encode([question])[0]
+        sims = np.stack([vectors[u][t] for u, t in where]) @ query
+        rounded = [round(x, 3) for x in sims.tolist()]
+        best = heapq.nsmallest(limit, range(len(pieces)), key=lambda i: (-rounded[i], i))
         return [pieces[i] for i in sorted(best)]
 
     def _free_form(self, item: ReadInput) -> Answer:
