@@ -257,7 +257,10 @@ class AnswerRun:
                     row = rows.get(unit.system)
                     if row is None or row["status"] != STATUS_OK or row["config_hash"] != unit.system_hash:
                         continue
-                    retrieval = self._retrievals.setdefault((item.partition_key, unit.system), retrieval_from_row(row))
+                    key = (item.partition_key, unit.system)
+                    if key not in self._retrievals:  # one per (question, system), whatever the readers
+                        self._retrievals[key] = retrieval_from_row(row)
+                    retrieval = self._retrievals[key]
                     inputs.setdefault(unit.reader.name, []).append(ReadInput(question, retrieval))
             for name, batch in inputs.items():
                 prefetch = getattr(self.readers[name], "prefetch", None)

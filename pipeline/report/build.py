@@ -130,12 +130,14 @@ def collect_questions(store: ResultStore, datasets: list[str]) -> dict[str, list
         return {d: dataset_questions(con, d) for d in datasets}
 
 
-def drop_stale_pages(written: list[Path], root: Path, subdir: str) -> None:
-    """Remove the pages under ``root/subdir`` that this write did not produce (an earlier run's)."""
+def write_pages(pages: dict[str, str], root: Path, subdir: str = "report") -> list[Path]:
+    """Write the report pages (relative path -> HTML) and drop stale pages of an earlier run."""
+    written = [write_html(text, root / rel) for rel, text in pages.items()]
     keep = {p.resolve() for p in written}
     for old in (root / subdir).rglob("*.html") if (root / subdir).is_dir() else []:
         if old.resolve() not in keep:
             old.unlink()
+    return written
 
 
 def write_html(html: str, path: Path) -> Path:

@@ -606,14 +606,9 @@ def render_pages(data: ReportData, questions: dict[str, list[QuestionView]]) -> 
     """Every page of the report: relative path under the results folder -> HTML."""
     pages = {REPORT_HTML: render_overview(data)}
     for d in data.datasets:
-        pages.update(render_dataset_pages(data, d, questions.get(d, [])))
-    return pages
-
-
-def render_dataset_pages(data: ReportData, dataset: str, questions: list[QuestionView]) -> dict[str, str]:
-    """One dataset's page and its question drill-downs (relative path -> HTML)."""
-    pages = {dataset_page(dataset): render_dataset(data, dataset, questions)}
-    pages.update(render_question_pages(dataset, questions, mean_metrics(data)))
+        qs = questions.get(d, [])
+        pages[dataset_page(d)] = render_dataset(data, d, qs)
+        pages.update(render_question_pages(d, qs, mean_metrics(data)))
     return pages
 
 

@@ -23,12 +23,11 @@ from pipeline.report.build import (
     RESULTS_JSON,
     ReportData,
     collect,
-    drop_stale_pages,
-    write_html,
+    collect_questions,
     write_json,
+    write_pages,
 )
 from pipeline.report.definitions import judge_metric_definitions
-from pipeline.report.questions import dataset_questions
 from pipeline.store import ResultStore
 
 REPORT_INPUTS = ".report_inputs"  # under the results folder: fingerprint of what the report files show
@@ -70,27 +69,11 @@ def write_report_files(store: ResultStore, data: ReportData, fingerprint: str | 
     mark = store.root / REPORT_INPUTS
     mark.unlink(missing_ok=True)
     json_path = write_json(data, store.root / RESULTS_JSON)
-    stream_pages(store, data, report_html.REPORT_DIR)
+    pages = report_html.render_pages(data, collect_questions(store, data.datasets))
+    write_pages(pages, store.root, report_html.REPORT_DIR)
     if fingerprint is not None:
         mark.write_text(fingerprint)
     return json_path, store.root / REPORT_HTML
-
-
-def stream_pages(store: ResultStore, data: ReportData, subdir: str = "report") -> list[Path]:
-    """Write the overview, then each dataset's pages one dataset at a time; drop stale pages.
-
-    Why per dataset: the question drill-downs of every dataset held at once (views, then HTML)
-    added ~1.2 GB to the report step of configs/shared.yaml, the run's peak; one dataset's at a
-    time bounds that by the largest dataset.
-    """
-    written = [write_html(report_html.render_overview(data), store.root / report_html.REPORT_HTML)]
-    with store.connect() as con:
-        for dataset in data.datasets:
-            pages = report_html.render_dataset_pages(data, dataset, dataset_questions(con, dataset))
-            written += [write_html(text, store.root / rel) for rel, text in pages.items()]
-            del pages
-    drop_stale_pages(written, store.root, subdir)
-    return written
 
 
 def build_report(store: ResultStore) -> tuple[ReportData, bool]:
