@@ -29,7 +29,7 @@ from assets.stages import build_stage_assets, question_partitions
 from pipeline.config import BenchmarkConfig, load_config
 from pipeline.config_resolve import check_config
 from pipeline.datasets.keys import config_keys
-from pipeline.heap import limit_arenas, release_freed
+from pipeline.heap import limit_arenas, release_and_report
 from resources.factory import build_resources
 
 BACKFILL_CHUNK_ENV = "MEMBENCH_BACKFILL_CHUNK"
@@ -57,13 +57,16 @@ def _job_tags(cfg: BenchmarkConfig, keys: list[str]) -> dict[str, str]:
 
 @dg.success_hook(name="release_freed_memory")
 def _release_after_step_ok(context: dg.HookContext) -> None:
-    """Freed heap pages back to the OS after each step, so the next step starts low (pipeline/heap.py)."""
-    release_freed()
+    """Freed heap pages back to the OS after each step, so the next step starts low (pipeline/heap.py).
+
+    The RSS before and after is logged: a run's memory profile is then read from its event log.
+    """
+    context.log.info(release_and_report())
 
 
 @dg.failure_hook(name="release_freed_memory_on_failure")
 def _release_after_step_failed(context: dg.HookContext) -> None:
-    release_freed()
+    context.log.info(release_and_report())
 
 
 def build_defs(config_path: str | None = None) -> dg.Definitions:

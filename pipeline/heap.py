@@ -17,7 +17,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import resource
+import sys
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 M_ARENA_MAX = -8  # glibc mallopt parameter
@@ -59,3 +62,30 @@ def _release_arrow_pool() -> None:
     except ImportError:
         return
     pa.default_memory_pool().release_unused()
+
+
+def rss_mb() -> float | None:
+    """This process's resident set size in MB (Linux ``/proc``), None where it cannot be read."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def peak_rss_mb() -> float:
+    """The largest resident set size this process has had so far, in MB (``ru_maxrss``)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB elsewhere
+
+
+def release_and_report() -> str:
+    """``release_freed`` with what it did in words (RSS before and after, the peak so far)."""
+    before = rss_mb()
+    release_freed()
+    after = rss_mb()
+    if before is None or after is None:
+        return f"memory released; peak RSS so far {peak_rss_mb():.0f} MB"
+    return f"memory: RSS {before:.0f} MB at step end, {after:.0f} MB after release; peak so far {peak_rss_mb():.0f} MB"

@@ -43,3 +43,14 @@ def test_release_returns_arrow_pool_blocks() -> None:
     before = _vm_rss_kb()
     release_freed()
     assert _vm_rss_kb() < before - 50_000  # kB: most of the cached blocks went back to the OS
+
+
+@pytest.mark.skipif(platform.system() != "Linux", reason="reads /proc")
+def test_rss_figures_and_release_message() -> None:
+    from pipeline.heap import peak_rss_mb, release_and_report, rss_mb
+
+    now = rss_mb()
+    assert now is not None and abs(now - _vm_rss_kb() / 1024) < 64  # same counter, read moments apart
+    assert peak_rss_mb() >= now - 1
+    message = release_and_report()
+    assert message.startswith("memory: RSS ") and "after release; peak so far" in message
