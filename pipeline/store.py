@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from pipeline.catalog_views import USER_DATABASE, CatalogKept, keep_user_objects, view_creator_names
 from pipeline.fingerprint import pipeline_code_files, update_with_files
+from pipeline.heap import trim_heap
 from pipeline.records import CANONICAL_TABLES
 
 CATALOG_NAME = "results.duckdb"
@@ -75,6 +76,14 @@ METADATA_CACHE_SQL = "SET parquet_metadata_cache = true"
 # to write and 1.8 ms to read vs 0.6-0.9 and 1.2 ms with snappy, at the same size (retrievals:
 # 2.5 vs 1.0-1.4 ms to write, 2.3 vs 1.7 ms to read, 28 vs 32 KB), ~12k files a first run.
 PARTITION_COMPRESSION = "snappy"
+
+# Tables a report reads many times, copied into the report's in-memory connection once (temp
+# tables shadow the views of the same name, also inside the views built on them). Why: every
+# query over a view binds it again (every file's footer) and scans every file again; the report's
+# views read answers/judgments/progress a dozen times. Measured on configs/shared.yaml's results
+# (~15k files): see pipeline/report/build.py. Order matters: progress reads answers and judgments.
+# retrievals stays a view: its units (context texts) are large and only the drill-down reads them.
+SNAPSHOT_TABLES = ("answers", "judgments", "progress")
 
 
 def write_parquet_atomic(path: Path, table: pa.Table, compression: str = "zstd") -> None:
@@ -286,6 +295,7 @@ class ResultStore:
         try:
             self._create_views(con)
             self._extra_views(con)
+            trim_heap()  # binding the views over ~15k files leaves ~450 MB of freed heap (pipeline/heap.py)
             user_db = self.root / USER_DATABASE
             if user_db.exists():
                 with contextlib.suppress(duckdb.Error):
@@ -293,6 +303,21 @@ class ResultStore:
             yield con
         finally:
             con.close()
+
+    @contextlib.contextmanager
+    def snapshot(self, tables: tuple[str, ...] = SNAPSHOT_TABLES) -> Iterator[duckdb.DuckDBPyConnection]:
+        """``connect()`` with ``tables`` (those that exist) read into memory once (SNAPSHOT_TABLES).
+
+        For a reader that queries the same views many times and wants one consistent state: files
+        written after the copy are not seen, as in a single query.
+        """
+        with self.connect() as con:
+            present = _view_names(con)
+            for name in tables:
+                if name in present:
+                    con.execute(f'CREATE TEMP TABLE "{name}" AS SELECT * FROM main."{name}"')
+                    trim_heap()
+            yield con
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -51,6 +51,7 @@ from pipeline.embedding_spec import (  # noqa: F401 (re-exported: the resource's
     resolve_backend,
     resolve_model,
 )
+from pipeline.heap import limit_arenas
 from pipeline.store import ResultStore
 
 # Nothing may be fetched from a model hub at run time (also enforced by local_files_only=True).
@@ -66,6 +67,13 @@ CHARS_PER_TOKEN = 4.0  # English WordPiece average, only used to weight progress
 # other core is busy); batch 128/256 was slower, not faster. Whole turns (~250 tokens) are the
 # other way round (2 threads 56-72 texts/s, 1 thread 36-53): bulk and query calls keep num_threads.
 ENCODE_THREADS = 1
+# A bulk job of at least this many new texts runs in one child process (the spec's threads), even
+# with ``workers: 1``. Why: the model's activations and the heap they fragment stay with the process
+# that ran them; in the step's own process a full configs/shared.yaml embedding (99,833 texts) left
+# RSS at 1,360 MB after the step (and every later step on top of it), against ~450 MB when the
+# stages that follow only load the model for queries and sentences. A child costs one model load
+# (~5-7 s), so small jobs (tests, the sample) stay in-process.
+ISOLATE_TEXTS = 20_000
 
 
 # ---- the model -------------------------------------------------------------------------------
@@ -197,6 +205,7 @@ _WORKER_MODEL: EmbeddingModel | None = None
 
 def _worker_init(spec: ModelSpec) -> None:
     global _WORKER_MODEL
+    limit_arenas()  # as in the pipeline's own process (pipeline/heap.py): fewer, fuller malloc arenas
     _WORKER_MODEL = EmbeddingModel(spec)
 
 
@@ -206,7 +215,11 @@ def _worker_encode(texts: list[str]) -> EncodedChunk:
 
 
 def encode_chunks(
-    spec: ModelSpec, chunks: list[list[str]], local: Callable[[], EmbeddingModel], threads: int | None = None
+    spec: ModelSpec,
+    chunks: list[list[str]],
+    local: Callable[[], EmbeddingModel],
+    threads: int | None = None,
+    isolate: bool = False,
 ) -> Iterator[EncodedChunk]:
     """Encode chunks in order: in this process, or in ``spec.workers`` processes of 1/n threads each.
 
@@ -214,9 +227,11 @@ def encode_chunks(
     each other; independent single-thread workers do not (measured 1.1-1.9x faster on 2 cores
     shared with other jobs). Each worker loads its own model copy (~7 s, ~300 MB), so the pool is
     only used when there are at least two chunks. ``threads``: torch threads in this process
-    (default ``spec.num_threads``).
+    (default ``spec.num_threads``). ``isolate``: with one worker, still encode in a child process
+    (with all of the spec's threads), so this process keeps none of the model's memory
+    (ISOLATE_TEXTS).
     """
-    if spec.workers <= 1 or len(chunks) < 2:
+    if (spec.workers <= 1 and not isolate) or len(chunks) < 2:
         model = local()
         for texts in chunks:
             yield model.encode(texts, threads), model.count_truncated(texts)
@@ -284,9 +299,12 @@ class CachedEncoder:
     cached re-run never pays for it.
     """
 
-    def __init__(self, spec: ModelSpec, cache_root: Path, chunk_texts: int = CHUNK_TEXTS) -> None:
+    def __init__(
+        self, spec: ModelSpec, cache_root: Path, chunk_texts: int = CHUNK_TEXTS, isolate_texts: int = ISOLATE_TEXTS
+    ) -> None:
         self.spec = spec
         self.chunk_texts = chunk_texts
+        self.isolate_texts = isolate_texts
         self._lock = threading.RLock()  # stages may call encode from worker threads
         # a model folder that does not state its token limit must be loaded to name the variant
         self._model: EmbeddingModel | None = load_model(spec) if spec.max_seq_length is None else None
@@ -319,7 +337,8 @@ class CachedEncoder:
         hashes = [text_hash(t) for t in texts]
         with self._lock:
             load_start = time.monotonic()
-            if self._model is None and self.spec.workers <= 1 and self.cache.missing(hashes):
+            missing = len(self.cache.missing(hashes))
+            if self._model is None and missing and not self._in_children(missing):
                 _ = self.model  # load now, so the load is timed apart from the embedding
             load_s = time.monotonic() - load_start
             unique, embedded, truncated = self._embed_missing(texts, hashes, progress, retain=False)
@@ -337,6 +356,10 @@ class CachedEncoder:
     def compact(self) -> int:
         with self._lock:
             return self.cache.compact()
+
+    def _in_children(self, new_texts: int) -> bool:
+        """Whether a bulk job of ``new_texts`` runs in child processes (workers, or ISOLATE_TEXTS)."""
+        return new_texts > 0 and (self.spec.workers > 1 or new_texts >= self.isolate_texts)
 
     def _embed_missing(
         self,
@@ -368,7 +391,8 @@ class CachedEncoder:
         start, work_done, truncated, done = time.monotonic(), 0.0, 0, 0
         if progress is not None:
             progress(EmbedProgress(0, len(order), 0.0, work_total, 0.0))
-        encoded = encode_chunks(spec, [[t for _, t in c] for c in chunks], lambda: self.model, threads)
+        isolate = bulk and self._in_children(len(order))
+        encoded = encode_chunks(spec, [[t for _, t in c] for c in chunks], lambda: self.model, threads, isolate)
         for chunk, (vectors, n_truncated) in zip(chunks, encoded, strict=True):
             self.cache.put([h for h, _ in chunk], vectors, retain=retain)
             truncated += n_truncated
@@ -389,7 +413,7 @@ class EmbeddingResource(dg.ConfigurableResource):
 
     model: str = DEFAULT_MODEL
     backend: str = "auto"
-    batch_size: int = 64
+    batch_size: int = 32  # pipeline/config.py EmbeddingConfig: measured
     device: str = "cpu"
     max_seq_length: int | None = None
     num_threads: int | None = None

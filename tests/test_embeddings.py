@@ -185,6 +185,23 @@ def test_worker_processes_give_the_same_vectors_in_order(tmp_path: Path) -> None
     np.testing.assert_allclose(enc.encode(texts), ref, atol=1e-5)
 
 
+@pytest.mark.slow  # spawns one process that loads torch and the model
+def test_a_large_bulk_job_runs_in_a_child_process(tmp_path: Path) -> None:
+    """At ISOLATE_TEXTS new texts (3 here) ``ensure`` embeds in one child process with the spec's
+    threads: this process never loads the model, and the vectors are the in-process ones."""
+    texts = [*TEXTS, "user: I play the cello on weekends.", "assistant: Which pieces do you play?"]
+    spec = EmbeddingResource(backend="fp32", num_threads=2).spec()
+    ref = CachedEncoder(spec, tmp_path / "here").encode(texts)
+    enc = CachedEncoder(spec, tmp_path / "child", chunk_texts=2, isolate_texts=3)
+    stats = enc.ensure(texts)
+    assert (stats.embedded, enc._model) == (5, None)
+    np.testing.assert_allclose(enc.encode(texts), ref, atol=1e-6)
+    assert enc._model is None  # every vector came from the cache
+    small = CachedEncoder(spec, tmp_path / "small", chunk_texts=2, isolate_texts=6)
+    small.ensure(texts)
+    assert small._model is not None  # below the threshold: in this process
+
+
 def test_compact_keeps_a_hash_written_by_two_writers_once(tmp_path: Path) -> None:
     """Two processes that embedded the same text each wrote a shard: the merged shard holds it once,
     with the vector the index served before the merge (the first shard's)."""

@@ -6,6 +6,7 @@ files rendered here are snapshots of exactly those numbers, so the three never d
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -16,7 +17,6 @@ from typing import Any
 import duckdb
 
 import pipeline.report.views  # noqa: F401 - registers the report view creators
-from pipeline.catalog_views import create_report_views
 from pipeline.report.definitions import REPORT_DEFINITIONS, judge_metric_definitions
 from pipeline.report.questions import QuestionView, dataset_questions
 from pipeline.report.sql import query_rows, view_names
@@ -90,10 +90,13 @@ def _fetch(
     return [{k: _clean(v) for k, v in r.items()} for r in rows]
 
 
-def collect(store: ResultStore) -> ReportData:
-    """Read every report view (in-memory connection: never blocked by a user holding the catalog)."""
-    with store.connect() as con:
-        create_report_views(con)
+def collect(store: ResultStore, con: duckdb.DuckDBPyConnection | None = None) -> ReportData:
+    """Read every report view (in-memory connection: never blocked by a user holding the catalog).
+
+    ``con``: a ``store.snapshot()`` connection to read from (default: one opened here).
+    """
+    with contextlib.ExitStack() as stack:
+        con = con or stack.enter_context(store.snapshot())
         present = view_names(con)
         sections = {name: _fetch(con, view, present) for name, view in SECTIONS.items()}
         sections.update({name: _fetch(con, view, present, sql) for name, (view, sql) in QUERIES.items()})
@@ -124,9 +127,12 @@ def write_json(data: ReportData, path: Path) -> Path:
     return path
 
 
-def collect_questions(store: ResultStore, datasets: list[str]) -> dict[str, list[QuestionView]]:
+def collect_questions(
+    store: ResultStore, datasets: list[str], con: duckdb.DuckDBPyConnection | None = None
+) -> dict[str, list[QuestionView]]:
     """The per-question drill-down of every dataset (pipeline.report.questions)."""
-    with store.connect() as con:
+    with contextlib.ExitStack() as stack:
+        con = con or stack.enter_context(store.snapshot())
         return {d: dataset_questions(con, d) for d in datasets}
 
 

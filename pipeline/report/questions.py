@@ -112,9 +112,23 @@ FROM evidence e WHERE e.dataset = $ds
 RETRIEVALS_SQL = """
 SELECT partition_key, unit AS system, status, error, context_tokens, len(units) AS n_units,
   list_transform(list_filter(units, lambda u: u.rank <= $top), lambda u: {'rank': u.rank,
-    'session_key': u.session_key, 'turn_ids': u.turn_ids, 'text': left(u."text", $chars + 1)}) AS top,
-  list_transform(units, lambda u: {'rank': u.rank, 'session_key': u.session_key, 'turn_ids': u.turn_ids}) AS ranks
+    'session_key': u.session_key, 'turn_ids': u.turn_ids, 'text': left(u."text", $chars + 1)}) AS top
 FROM retrievals WHERE dataset = $ds
+"""
+# (question, system, gold unit id) -> the best rank of a retrieved unit holding it (its turn, or its
+# session). Why in SQL: fetching every retrieved unit's turn ids into Python to find a handful of
+# gold ids took LoCoMo's drill-down from ~0.3 to ~1.5 GB of RSS (full_context returns whole sessions).
+GOLD_RANKS_SQL = """
+WITH gold AS (SELECT DISTINCT partition_key, unit_id FROM evidence WHERE dataset = $ds),
+unit_rows AS (
+  SELECT partition_key, unit AS system,
+    unnest(list_transform(units, lambda u: {'rank': u.rank, 'session_key': u.session_key, 'turn_ids': u.turn_ids})) AS u
+  FROM retrievals WHERE dataset = $ds AND partition_key IN (SELECT partition_key FROM gold)
+)
+SELECT r.partition_key, r.system, g.unit_id, min(r.u.rank) AS rank
+FROM unit_rows r JOIN gold g ON g.partition_key = r.partition_key
+  AND (r.u.session_key = g.unit_id OR list_contains(r.u.turn_ids, g.unit_id))
+GROUP BY ALL
 """
 ANSWERS_SQL = """
 SELECT partition_key, system, reader, status, error, left(prediction, 2000) AS prediction, invalid
@@ -157,6 +171,10 @@ def dataset_questions(con: duckdb.DuckDBPyConnection, dataset: str) -> list[Ques
     for pk in {*labels[LEVEL_TURN], *labels[LEVEL_SESSION]}:
         gold_labels[pk] = labels[LEVEL_TURN].get(pk) or labels[LEVEL_SESSION].get(pk, {})
     retrievals = _rows(con, present, "retrievals", RETRIEVALS_SQL, top=TOP_UNITS, chars=TEXT_CHARS, **ds)
+    found: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)  # (question, system) -> gold id -> rank
+    if "evidence" in present:
+        for g in _rows(con, present, "retrievals", GOLD_RANKS_SQL, **ds):
+            found[(g["partition_key"], g["system"])][g["unit_id"]] = g["rank"]
     turn_ids = sorted({t for r in retrievals for u in r["top"] or [] for t in u["turn_ids"] or []})
     session_ids = sorted({u["session_key"] for r in retrievals for u in r["top"] or []})
     turn_src = dict(con.execute(SOURCE_IDS_SQL, {**ds, "ids": turn_ids}).fetchall()) if "turns" in present else {}
@@ -168,7 +186,7 @@ def dataset_questions(con: duckdb.DuckDBPyConnection, dataset: str) -> list[Ques
         pk = r["partition_key"]
         view = SystemView(r["system"], r["status"], r["error"], r["context_tokens"], r["n_units"] or 0)
         view.units = [_unit(u, gold_turns[pk], gold_sessions[pk], turn_src, sess_src) for u in r["top"] or []]
-        view.gold_ranks = _gold_ranks(r["ranks"] or [], gold_labels[pk])
+        view.gold_ranks = _gold_ranks(found[(pk, r["system"])], gold_labels[pk])
         by_pk_sys[(pk, r["system"])] = view
     judgments: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for j in _rows(con, present, "judgments", JUDGMENTS_SQL, **ds):
@@ -220,11 +238,12 @@ def _unit(
     return RetrievedUnit(rank=u["rank"], label=label, text=_cut(u["text"]), gold=gold)
 
 
-def _gold_ranks(ranks: list[dict[str, Any]], labels: dict[str, str]) -> dict[str, int | None]:
-    """Gold label -> the rank of the first unit holding it (turn id or session key), None if never."""
-    found: dict[str, int | None] = dict.fromkeys(labels.values())
-    for u in sorted(ranks, key=lambda u: u["rank"]):
-        for unit_id, label in labels.items():
-            if found[label] is None and (unit_id in (u["turn_ids"] or []) or unit_id == u["session_key"]):
-                found[label] = u["rank"]
-    return found
+def _gold_ranks(ranks: dict[str, int], labels: dict[str, str]) -> dict[str, int | None]:
+    """Gold label -> the best rank at which any of its unit ids was found (GOLD_RANKS_SQL), None if never."""
+    out: dict[str, int | None] = dict.fromkeys(labels.values())
+    for unit_id, label in labels.items():
+        rank = ranks.get(unit_id)
+        if rank is not None:
+            best = out[label]
+            out[label] = rank if best is None else min(best, rank)
+    return out

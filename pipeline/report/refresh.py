@@ -16,6 +16,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import duckdb
+
 from pipeline.fingerprint import pipeline_code_files, update_with_files
 from pipeline.report import html as report_html
 from pipeline.report.build import (
@@ -60,16 +62,22 @@ def current_report(store: ResultStore, fingerprint: str) -> ReportData | None:
         return None
 
 
-def write_report_files(store: ResultStore, data: ReportData, fingerprint: str | None = None) -> tuple[Path, Path]:
+def write_report_files(
+    store: ResultStore,
+    data: ReportData,
+    fingerprint: str | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> tuple[Path, Path]:
     """results.json, report.html and its pages (report/<dataset>.html, question drill-downs).
 
     ``fingerprint`` (taken before ``data`` was collected) is recorded after the files are written,
     so a crash in between, or inputs that changed meanwhile, only cost a rebuild next time.
+    ``con``: the ``store.snapshot()`` connection ``data`` was collected from (default: a new one).
     """
     mark = store.root / REPORT_INPUTS
     mark.unlink(missing_ok=True)
     json_path = write_json(data, store.root / RESULTS_JSON)
-    pages = report_html.render_pages(data, collect_questions(store, data.datasets))
+    pages = report_html.render_pages(data, collect_questions(store, data.datasets, con))
     write_pages(pages, store.root, report_html.REPORT_DIR)
     if fingerprint is not None:
         mark.write_text(fingerprint)
@@ -85,10 +93,11 @@ def build_report(store: ResultStore) -> tuple[ReportData, bool]:
     kept = current_report(store, fingerprint)
     if kept is not None:
         return kept, False
-    data = collect(store)
-    if not data.rows("accuracy"):
-        return data, False
-    write_report_files(store, data, fingerprint)
+    with store.snapshot() as con:  # one copy of the many-times-read tables for the views and the pages
+        data = collect(store, con)
+        if not data.rows("accuracy"):
+            return data, False
+        write_report_files(store, data, fingerprint, con)
     return data, True
 
 
