@@ -14,10 +14,12 @@ the answers stage of configs/shared.yaml in a fresh process, RSS 1,714 MB -> 1,3
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import gc
 import sys
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,26 @@ def release_freed() -> bool:
     """Collect garbage, then hand free heap pages back to the OS; True when memory was released."""
     gc.collect()
     return trim_heap()
+
+
+YOUNG_COLLECTION_EVERY = 20_000  # allocations between young collections in a stage (CPython: 700)
+
+
+@contextlib.contextmanager
+def fewer_collections(threshold: int = YOUNG_COLLECTION_EVERY) -> Iterator[None]:
+    """Run the block with young garbage collections ``threshold`` allocations apart, then restore.
+
+    Why: a per-question stage allocates millions of short-lived objects (rows, units, spans); at
+    CPython's default of 700 the answers stage of configs/shared.yaml ran 5,270 young and 480 middle
+    collections, 3.7 s of 65 s, finding little (measured with ``gc.callbacks``); at 20,000 it ran
+    108 and 10, 1.2 s. Cyclic garbage is still collected, only less often.
+    """
+    old = gc.get_threshold()
+    gc.set_threshold(threshold, old[1], old[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def trim_heap() -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.config import BenchmarkConfig
+from pipeline.heap import fewer_collections
 from pipeline.llm_protocol import is_unreachable
 from pipeline.partitions import dataset_of
 from pipeline.progress import Progress
@@ -304,19 +305,20 @@ class QuestionStage:
         breaker = EndpointBreaker(self.stop_after_unreachable)
         progress = Progress(self.stage, len(todo), self.log)
         results_iter = _guarded(compute, todo)
-        try:
-            for key, results in results_iter:
-                self.record(by_key.pop(key), results)
-                progress.step()
-                if breaker.observe(results) and by_key:  # stop only if something is left to spare
-                    self.outcome.stopped = (
-                        f"{self.stage} stopped after {breaker.streak} consecutive questions could not reach the "
-                        f"endpoint (last error: {breaker.last_error}); {len(by_key)} questions not attempted"
-                    )
-                    break
-        finally:
-            results_iter.close()
-            progress.close()
+        with fewer_collections():  # allocation-heavy: see pipeline/heap.py
+            try:
+                for key, results in results_iter:
+                    self.record(by_key.pop(key), results)
+                    progress.step()
+                    if breaker.observe(results) and by_key:  # stop only if something is left to spare
+                        self.outcome.stopped = (
+                            f"{self.stage} stopped after {breaker.streak} consecutive questions could not reach the "
+                            f"endpoint (last error: {breaker.last_error}); {len(by_key)} questions not attempted"
+                        )
+                        break
+            finally:
+                results_iter.close()
+                progress.close()
         reason = f"not attempted: {self.outcome.stopped}" if self.outcome.stopped else "stage produced no result"
         for item in by_key.values():  # unattempted after a stop, or a compute bug: recorded as failures
             self.record(item, [UnitResult.failed(u, reason) for u in item.units])

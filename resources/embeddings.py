@@ -29,7 +29,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -39,7 +39,13 @@ import dagster as dg
 import numpy as np
 
 from pipeline.config import EmbeddingConfig
-from pipeline.embedding_cache import EmbeddingCache, embeddings_dir, in_short_text_calls, text_hash
+from pipeline.embedding_cache import (
+    EmbeddingCache,
+    embeddings_dir,
+    in_lane_calls,
+    in_short_text_calls,
+    text_hash,
+)
 from pipeline.embedding_spec import (  # noqa: F401 (re-exported: the resource's public names)
     BACKENDS,
     BUNDLED_ALIASES,
@@ -94,6 +100,26 @@ class EmbeddingModel:
         self.texts_encoded = 0
         self._lock = threading.Lock()  # one model per process is shared by every encoder and thread
         self._st = self._load()
+        self._guard_preprocess()
+        self._lanes: tuple[int, ThreadPoolExecutor] | None = None  # (workers, pool), made on first use
+
+    def _guard_preprocess(self) -> None:
+        """Serialise the model's tokenization (lanes share one model: ``encode`` with ``lanes``).
+
+        Why: a fast (Rust) tokenizer mutably borrows its state while encoding and raises "Already
+        borrowed" when two threads tokenize at once; the forward passes, the costly part, stay
+        parallel. An instance attribute, so only this model is affected.
+        """
+        preprocess = getattr(self._st, "preprocess", None)
+        if preprocess is None:
+            return
+        lock = threading.Lock()
+
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return preprocess(*args, **kwargs)
+
+        self._st.preprocess = locked
 
     def _load(self) -> Any:
         import torch
@@ -145,27 +171,65 @@ class EmbeddingModel:
         ):
             yield
 
-    def encode(self, texts: Sequence[str], threads: int | None = None) -> np.ndarray:
+    def encode(self, texts: Sequence[str], threads: int | None = None, lanes: int = 1) -> np.ndarray:
         """(n, dim) float32 L2-normalized vectors, computed (never cached) for ``texts``.
 
         ``threads``: torch threads for this call (default: the spec's ``num_threads``). Torch's
         thread count is process-wide, so it is set under the model lock for each call.
+        ``lanes`` > 1 (and at least a batch per lane): the texts are dealt, longest first, to that
+        many Python threads that each run the model on one torch thread (``lane_calls``); which
+        lane embeds a text depends only on the texts, so the vectors do not depend on timing.
         """
         import torch
 
-        want = threads or self.spec.num_threads
-        with self._lock, self._precision():
+        texts = list(texts)
+        parallel = lanes > 1 and len(texts) >= lanes * self.spec.batch_size
+        want = 1 if parallel else threads or self.spec.num_threads
+        with self._lock:
             if torch.get_num_threads() != want:
                 torch.set_num_threads(want)
+            vecs = self._encode_lanes(texts, lanes) if parallel else self._encode_one(texts)
+        self.texts_encoded += len(texts)
+        return _l2_normalize(vecs)
+
+    def _encode_one(self, texts: list[str]) -> np.ndarray:
+        with self._precision():  # autocast and inference mode are per thread: entered by each lane
             vecs = self._st.encode(
-                list(texts),
+                texts,
                 batch_size=self.spec.batch_size,
                 convert_to_numpy=True,
                 normalize_embeddings=False,
                 show_progress_bar=False,
             )
-        self.texts_encoded += len(texts)
-        return _l2_normalize(np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1))
+        return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)
+
+    def _lane_pool(self, workers: int) -> ThreadPoolExecutor:
+        """Long-lived lane threads (daemon pool threads, reused: each new thread would build its
+        own allocator arena and oneDNN state again)."""
+        if self._lanes is None or self._lanes[0] != workers:
+            if self._lanes is not None:
+                self._lanes[1].shutdown(wait=False)
+            self._lanes = (workers, ThreadPoolExecutor(workers, thread_name_prefix="embed-lane"))
+        return self._lanes[1]
+
+    def _encode_lanes(self, texts: list[str], lanes: int) -> np.ndarray:
+        order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))
+        parts = [order[k::lanes] for k in range(lanes)]  # dealt: every lane gets long and short texts
+        out: list[np.ndarray | None] = [None] * lanes
+
+        def run(k: int) -> None:
+            out[k] = self._encode_one([texts[i] for i in parts[k]])
+
+        pool = self._lane_pool(lanes - 1)
+        others = [pool.submit(run, k) for k in range(1, lanes)]
+        run(0)
+        for f in others:
+            f.result()
+        vecs = np.empty((len(texts), self.dim), dtype=np.float32)
+        for idx, part in zip(parts, out, strict=True):
+            assert part is not None
+            vecs[idx] = part
+        return vecs
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         """How many ``texts`` exceed ``max_seq_length`` tokens (special tokens included)."""
@@ -220,6 +284,7 @@ def encode_chunks(
     local: Callable[[], EmbeddingModel],
     threads: int | None = None,
     isolate: bool = False,
+    lanes: int = 1,
 ) -> Iterator[EncodedChunk]:
     """Encode chunks in order: in this process, or in ``spec.workers`` processes of 1/n threads each.
 
@@ -229,12 +294,12 @@ def encode_chunks(
     only used when there are at least two chunks. ``threads``: torch threads in this process
     (default ``spec.num_threads``). ``isolate``: with one worker, still encode in a child process
     (with all of the spec's threads), so this process keeps none of the model's memory
-    (ISOLATE_TEXTS).
+    (ISOLATE_TEXTS). ``lanes``: see ``EmbeddingModel.encode`` (this process only).
     """
     if (spec.workers <= 1 and not isolate) or len(chunks) < 2:
         model = local()
         for texts in chunks:
-            yield model.encode(texts, threads), model.count_truncated(texts)
+            yield model.encode(texts, threads, lanes), model.count_truncated(texts)
         return
     worker_spec = dataclasses.replace(spec, num_threads=max(1, spec.num_threads // spec.workers), workers=1)
     context = multiprocessing.get_context("spawn")  # fork after torch threads start is unsafe
@@ -326,7 +391,8 @@ class CachedEncoder:
         hashes = [text_hash(t) for t in texts]
         with self._lock:
             threads = self.spec.encode_threads if in_short_text_calls() else None
-            self._embed_missing(texts, hashes, None, threads=threads, bulk=False)
+            lanes = self.spec.num_threads if in_lane_calls() else 1
+            self._embed_missing(texts, hashes, None, threads=threads, bulk=False, lanes=lanes)
             if not hashes:
                 return np.zeros((0, self.dim), dtype=np.float32)
             return self.cache.get(hashes)
@@ -369,6 +435,7 @@ class CachedEncoder:
         retain: bool = True,
         threads: int | None = None,
         bulk: bool = True,
+        lanes: int = 1,
     ) -> tuple[int, int, int]:
         """(unique texts, texts embedded now, of which truncated).
 
@@ -392,7 +459,7 @@ class CachedEncoder:
         if progress is not None:
             progress(EmbedProgress(0, len(order), 0.0, work_total, 0.0))
         isolate = bulk and self._in_children(len(order))
-        encoded = encode_chunks(spec, [[t for _, t in c] for c in chunks], lambda: self.model, threads, isolate)
+        encoded = encode_chunks(spec, [[t for _, t in c] for c in chunks], lambda: self.model, threads, isolate, lanes)
         for chunk, (vectors, n_truncated) in zip(chunks, encoded, strict=True):
             self.cache.put([h for h, _ in chunk], vectors, retain=retain)
             truncated += n_truncated

@@ -14,6 +14,7 @@ from pipeline.config import EmbeddingConfig
 from pipeline.embedding_cache import EmbeddingCache, EmbeddingCacheError, model_slug, text_hash
 from resources.embeddings import (
     CachedEncoder,
+    EmbeddingModel,
     EmbeddingModelError,
     EmbeddingResource,
     embedding_variant,
@@ -215,3 +216,18 @@ def test_compact_keeps_a_hash_written_by_two_writers_once(tmp_path: Path) -> Non
     merged = list(cache.directory.glob("part-*.parquet"))
     assert len(merged) == 1 and pq.read_table(merged[0]).column("text_hash").to_pylist() == ["d", "e", "f"]
     np.testing.assert_array_equal(EmbeddingCache(tmp_path, "m").get(["d", "e", "f"]), served)
+
+
+def test_lanes_give_the_one_call_vectors_in_order_and_do_not_depend_on_timing() -> None:
+    """``lanes``: texts dealt longest first to threads of one torch thread each; each text's vector
+    is (up to float rounding) the one-call vector, in input order, and the same on every call."""
+    spec = EmbeddingResource(backend="fp32", num_threads=2, batch_size=4).spec()
+    model = EmbeddingModel(spec)
+    texts = [f"user: note {i}: " + "we talked about the garden " * (i % 5 + 1) for i in range(23)]
+    one = model.encode(texts)
+    before = model.texts_encoded
+    two = model.encode(texts, lanes=2)
+    assert model.texts_encoded == before + len(texts)
+    np.testing.assert_allclose(two, one, atol=1e-5)
+    np.testing.assert_array_equal(model.encode(texts, lanes=2), two)  # which lane: fixed by the texts
+    assert np.array_equal(model.encode(texts[:7], lanes=2), model.encode(texts[:7]))  # < a batch a lane: one call

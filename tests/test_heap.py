@@ -54,3 +54,20 @@ def test_rss_figures_and_release_message() -> None:
     assert peak_rss_mb() >= now - 1
     message = release_and_report()
     assert message.startswith("memory: RSS ") and "after release; peak so far" in message
+
+
+def test_fewer_collections_sets_and_restores_the_young_threshold() -> None:
+    import gc
+
+    from pipeline.heap import YOUNG_COLLECTION_EVERY, fewer_collections
+
+    before = gc.get_threshold()
+    with fewer_collections():
+        assert gc.get_threshold() == (YOUNG_COLLECTION_EVERY, before[1], before[2])
+        with fewer_collections(5_000):
+            assert gc.get_threshold()[0] == 5_000
+        assert gc.get_threshold()[0] == YOUNG_COLLECTION_EVERY
+    assert gc.get_threshold() == before
+    with pytest.raises(RuntimeError), fewer_collections():
+        raise RuntimeError("a failing stage")
+    assert gc.get_threshold() == before

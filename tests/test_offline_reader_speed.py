@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import resources.embeddings as embeddings_mod
-from pipeline.embedding_cache import short_text_calls
+from pipeline.embedding_cache import lane_calls, short_text_calls
 from pipeline.memory.base import RetrievalResult, RetrievedUnit
 from pipeline.readers.base import ReaderDeps, ReadInput, build_reader
 from pipeline.readers.offline import split_turns, unit_pieces, unit_spans
@@ -134,19 +134,22 @@ def test_only_marked_calls_use_encode_threads(tmp_path: Path, monkeypatch: pytes
     """Query and bulk calls keep ``num_threads`` (their vectors, hence retrievals, as before)."""
     encoder = EmbeddingResource(num_threads=2, encode_threads=1).encoder(tmp_path)
     model = encoder.model
-    seen: list[int | None] = []
+    seen: list[tuple[int | None, int]] = []
     real = model.encode
 
-    def spy(texts: list[str], threads: int | None = None) -> object:
-        seen.append(threads)
-        return real(texts, threads)
+    def spy(texts: list[str], threads: int | None = None, lanes: int = 1) -> object:
+        seen.append((threads, lanes))
+        return real(texts, threads, lanes)
 
     monkeypatch.setattr(model, "encode", spy)
     encoder.encode(["Where did the user go hiking last spring?"])  # a query, as retrieval embeds it
     with short_text_calls():
         encoder.encode(["user: We went to Yosemite.", "It rained the whole weekend."])
     encoder.ensure(["user: a whole turn, embedded in bulk by the embeddings asset"])
-    assert seen == [None, 1, None]  # None = the spec's num_threads (2)
+    with lane_calls():
+        encoder.encode(["user: We drove back on Sunday.", "The car broke down twice."])
+    # None = the spec's num_threads (2); lanes only inside lane_calls (a prefetch chunk)
+    assert seen == [(None, 1), (1, 1), (None, 1), (None, 2)]
 
 
 def test_turns_split_back_into_the_texts_the_embeddings_asset_embedded() -> None:
@@ -197,19 +200,20 @@ def test_prefetch_embeds_a_chunk_in_one_call_with_the_same_answers(inputs: list[
     encoder = EmbeddingResource().encoder(tmp_path / "batched")
     reader = build_reader("offline", {}, ReaderDeps(encoder=encoder))
     model = encoder.model
-    calls: list[int] = []
+    calls: list[tuple[int, int]] = []
     real = model.encode
 
-    def counting(texts: Any, threads: int | None = None) -> Any:
-        calls.append(len(texts))
-        return real(texts, threads=threads)
+    def counting(texts: Any, threads: int | None = None, lanes: int = 1) -> Any:
+        calls.append((len(texts), lanes))
+        return real(texts, threads, lanes)
 
     model.encode = counting  # type: ignore[method-assign]
     reader.prefetch(chunk)
     before = len(calls)
     assert [reader.answer(item).prediction for item in chunk] == expected
     assert len(calls) == before  # every sentence was embedded by the prefetch
-    assert calls[-1] > 50  # the new sentences of 8 questions (89 here) in one call
+    assert calls[-1][0] > 50  # the new sentences of 8 questions (89 here) in one call
+    assert calls[-1][1] == encoder.spec.num_threads  # ... split into lanes (lane_calls)
 
 
 class CountingEncoder:

@@ -212,3 +212,25 @@ def test_a_rerun_reads_the_index_not_every_file(setup: tuple[BenchmarkResource, 
     fourth = run_stage(res, KEYS)
     assert fourth.files_read == 5 and CALLS == ["d__q2/sys_a", "d__q2/sys_b"]
     assert set(fourth.failed) == {"d__q2", "d__q4"}
+
+
+def test_compute_runs_with_fewer_young_collections(setup: tuple[BenchmarkResource, Path]) -> None:
+    """The stage's compute loop runs under pipeline.heap.fewer_collections; restored afterwards."""
+    import gc
+
+    from pipeline.heap import YOUNG_COLLECTION_EVERY
+
+    res, _ = setup
+    seen: list[int] = []
+
+    def compute(items: list[WorkItem]) -> Iterator[tuple[str, list[UnitResult]]]:
+        for key, results in _compute(items):
+            seen.append(gc.get_threshold()[0])
+            yield key, results
+
+    before = gc.get_threshold()
+    QuestionStage(res.store(), res.load(), stage="answers", payload_schema=PAYLOAD, units_for=_units).run(
+        KEYS[:4], compute
+    )
+    assert seen and set(seen) == {YOUNG_COLLECTION_EVERY}
+    assert gc.get_threshold() == before

@@ -38,8 +38,9 @@ Cost of step 2: span vectors come from the run's embedding cache, keyed by (mode
 sha256 of the text) like every other vector, so a span is embedded once per results folder,
 whichever system, question or rerun meets it again; a span that is a whole turn reuses the
 embeddings asset's vector. The answers stage first hands the reader a chunk of 32 questions
-(``prefetch``), whose new sentences are embedded in one call on the encoder's thread count (on
-the replay: 2,811 model calls of ~7 texts, 120.4 s -> 95 calls, 46.0 s); a question answered
+(``prefetch``), whose new sentences are embedded in one call (on the replay: 2,811 model calls of
+~7 texts, 120.4 s -> 95 calls, 46.0 s), split into parallel lanes of one torch thread each
+(``lane_calls``: 6,000 sentences 6.7 s on two threads -> 5.2 s in two lanes); a question answered
 without it embeds its own sentences in a call marked ``short_text_calls()``, on one torch thread
 (resources/embeddings.py ENCODE_THREADS: 2.2-3.2x less CPU than two threads for such small
 calls in three A/B replays on the shared box). Query and turn vectors keep the encoder's thread count: a
@@ -60,7 +61,7 @@ import numpy as np
 from pydantic import Field
 
 from pipeline.config import BenchmarkConfig
-from pipeline.embedding_cache import short_text_calls
+from pipeline.embedding_cache import lane_calls, short_text_calls
 from pipeline.judges.text import keywords
 from pipeline.memory.base import Encoder, RetrievedUnit
 from pipeline.readers.base import (
@@ -325,9 +326,10 @@ class OfflineReader:
         Why: answered one question at a time, the new sentences per call averaged 7 on
         configs/shared.yaml: ~2,800 model calls on tiny batches and as many cache shards. The
         answers stage calls this for a chunk of questions (pipeline/readers/run.py) before
-        answering them; the shortlists computed here are reused, not recomputed. The batch runs on
-        the encoder's thread count, not the one-thread path of per-question calls: a span's vector
-        can differ from the per-question one in the last bits (bf16), never its text or its key.
+        answering them; the shortlists computed here are reused, not recomputed. The batch runs in
+        lanes of one torch thread (``lane_calls``), not the one-call path of per-question calls: a
+        span's vector can differ from the per-question one in the last bits (bf16), never its text
+        or its key, and which lane embeds a sentence depends only on the chunk, never on timing.
         """
         self._shortlists.clear()
         self._turns.clear()
@@ -339,8 +341,9 @@ class OfflineReader:
             shortlist = self._shortlist(q.question, item.retrieval.units)
             self._shortlists[_shortlist_key(q.question, item.retrieval.units)] = shortlist
             texts += [q.question, *(s.embed_text for s in unit_spans(shortlist, self.params.max_spans))]
-        if texts:  # a large batch: the encoder's own thread count (2 threads 46.0 s vs 1 thread 61.4 s, idle box)
-            self.encoder.encode(texts)
+        if texts:  # a large batch of short texts: parallel lanes of one torch thread (lane_calls)
+            with lane_calls():
+                self.encoder.encode(texts)
 
     def _shortlist(self, question: str, units: tuple[RetrievedUnit, ...]) -> list[Piece]:
         """The ``shortlist_turns`` turns closest to the question, in retrieval order (step 1)."""
