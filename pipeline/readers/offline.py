@@ -37,10 +37,11 @@ cache). A study of the reader itself, not of memory systems, should set ``shortl
 Cost of step 2: span vectors come from the run's embedding cache, keyed by (model variant,
 sha256 of the text) like every other vector, so a span is embedded once per results folder,
 whichever system, question or rerun meets it again; a span that is a whole turn reuses the
-embeddings asset's vector. The answers stage first hands the reader a chunk of 32 questions
-(``prefetch``), whose new sentences are embedded in one call (on the replay: 2,811 model calls of
-~7 texts, 120.4 s -> 95 calls, 46.0 s), split into parallel lanes of one torch thread each
-(``lane_calls``: 6,000 sentences 6.7 s on two threads -> 5.2 s in two lanes); a question answered
+embeddings asset's vector. The answers stage first hands the reader a chunk of questions
+(``prefetch``; run.py PREFETCH_QUESTIONS), whose new sentences are embedded in one call (on the
+replay: 2,811 model calls of ~7 texts, 120.4 s -> 95 calls of a 32-question chunk, 46.0 s),
+split into parallel lanes of one torch thread each (``lane_calls``: 6,000 sentences in calls of
+1,000: 6.1 s on two threads -> 5.0 s in two lanes; in calls of 200: 6.8 -> 6.2 s); a question answered
 without it embeds its own sentences in a call marked ``short_text_calls()``, on one torch thread
 (resources/embeddings.py ENCODE_THREADS: 2.2-3.2x less CPU than two threads for such small
 calls in three A/B replays on the shared box). Query and turn vectors keep the encoder's thread count: a
