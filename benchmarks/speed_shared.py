@@ -10,14 +10,16 @@ full_benchmark`` twice in a row and prints, from the run's Dagster event log and
   answers step's share of the first run (target: <= 10 %);
 - vectors embedded in each run (rows added to the embedding cache: what reached the model) and
   LLM calls (entries added to the LLM cache; the shared config has no LLM, so 0 by construction);
-- peak RSS: ``ru_maxrss`` of the run's process (every step runs in it: in-process executor), and
-  per step the largest RSS sampled every 0.25 s between its start and end events (so a memory-hungry
-  step can be told from one that inherits a high water mark);
+- peak RSS: ``ru_maxrss`` of the largest process of the run (every step runs in the run's process,
+  in-process executor; a bulk embedding job runs in one child process, resources/embeddings.py
+  ISOLATE_TEXTS), the largest RSS of the whole process tree (run process + child) sampled every
+  0.25 s, and per step the largest sampled tree RSS between its start and end events (so a
+  memory-hungry step can be told from one that inherits a high water mark);
 - retrieval latency p50/p95 per memory system on LongMemEval_S.
 
     .venv/bin/python benchmarks/speed_shared.py --locomo 100000 --oracle 100000 --lme-s 100000 --workdir /tmp/full
 
-(the whole configs/shared.yaml: ~14 min first run + rerun on the 2-core dev box). Smaller
+(the whole configs/shared.yaml: ~12 min first run + rerun on the 2-core dev box). Smaller
 ``--locomo/--oracle/--lme-s`` give a slice; ratios on a slice are not the full run's (fixed costs,
 process start and model load, weigh more).
 """
@@ -54,6 +56,7 @@ class RunFigures:
     peak_rss_mb: float
     exit_code: int
     step_peak_rss_mb: dict[str, float]
+    tree_peak_rss_mb: float = 0.0  # sampled: the run's process plus its children
 
 
 class RssSampler(threading.Thread):
@@ -175,6 +178,7 @@ def run_once(folder: Path, env: dict[str, str], log: Path) -> RunFigures:
         peak_rss_mb=rss_mb,
         exit_code=proc.returncode,
         step_peak_rss_mb={k: sampler.peak_between(b, e) for k, (b, e) in windows.items()},
+        tree_peak_rss_mb=sampler.peak_between(0.0, float("inf")),
     )
 
 
@@ -204,7 +208,10 @@ def short(step: str) -> str:
 
 def print_run(label: str, r: RunFigures, first_wall: float | None = None) -> None:
     ratio = f" ({100 * r.wall_s / first_wall:.1f}% of the first run)" if first_wall else ""
-    rss = f"peak RSS {r.peak_rss_mb:.0f} MB (ru_maxrss: largest process so far)"
+    rss = (
+        f"peak RSS {r.peak_rss_mb:.0f} MB (ru_maxrss: largest process so far), "
+        f"process tree {r.tree_peak_rss_mb:.0f} MB (sampled)"
+    )
     print(f"{label}: {r.wall_s:.1f} s{ratio}, exit {r.exit_code}, {rss}")
     print(f"  vectors embedded: {r.embedded:,}; LLM calls: {r.llm_calls}")
     for step, secs in sorted(r.steps.items(), key=lambda kv: -kv[1]):
