@@ -60,7 +60,9 @@ class EmbeddingConfig(_Strict):
     model: str = "all-MiniLM-L6-v2"
     # 32: measured on 2 cores (bf16, all-MiniLM-L6-v2), 2,048 LongMemEval_S turns of ~4.4k chars:
     # 64 -> 25.7 s and +650 MB of activations, 32 -> 23.4 s +430 MB, 16 -> 22.8 s +280 MB; 4,096
-    # texts of ~150 chars: 8.6 / 8.4 / 10.1 s. Vectors are bit-identical at 64, 32 and 16.
+    # texts of ~150 chars: 8.6 / 8.4 / 10.1 s. Vectors: a text's padding depends on its batch, so
+    # some move in the last bits (4,096 turns of ~350 chars: 61% bit-identical to batch 64, cosine
+    # >= 0.99998); the cache key is the text, so vectors already cached are kept as they are.
     batch_size: int = 32
     max_seq_length: int | None = None  # None = the model's own limit; longer texts are truncated
     device: str = "cpu"
