@@ -38,6 +38,16 @@ _SHORT_TEXT_CALLS: ContextVar[bool] = ContextVar("membench_short_text_encode_cal
 
 
 @contextlib.contextmanager
+def _flag_set(flag: ContextVar[bool]) -> Iterator[None]:
+    """``flag`` is True inside the block (this thread / async task only), as before after it."""
+    token = flag.set(True)
+    try:
+        yield
+    finally:
+        flag.reset(token)
+
+
+@contextlib.contextmanager
 def short_text_calls() -> Iterator[None]:
     """Mark the encode calls made inside the block as batches of short texts (reader spans).
 
@@ -47,11 +57,8 @@ def short_text_calls() -> Iterator[None]:
     (question texts at retrieval, bulk unit texts) keep ``num_threads``, so their vectors, and
     the retrievals computed from them, are bit-identical to before. Per thread / async task.
     """
-    token = _SHORT_TEXT_CALLS.set(True)
-    try:
+    with _flag_set(_SHORT_TEXT_CALLS):
         yield
-    finally:
-        _SHORT_TEXT_CALLS.reset(token)
 
 
 def in_short_text_calls() -> bool:
@@ -72,11 +79,8 @@ def lane_calls() -> Iterator[None]:
     6.7 s, one thread 9.1 s, two lanes of one thread 5.2 s. Used by the offline reader's chunk
     prefetch (thousands of sentences a call). Per thread / async task.
     """
-    token = _LANE_CALLS.set(True)
-    try:
+    with _flag_set(_LANE_CALLS):
         yield
-    finally:
-        _LANE_CALLS.reset(token)
 
 
 def in_lane_calls() -> bool:
