@@ -10,7 +10,6 @@ and field, on a tampered dataset file, a tampered judgment row, and a missing ma
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -25,24 +24,13 @@ from pipeline.manifest import MANIFEST_JSON
 from pipeline.manifest_schema import FLAG_FULL_HAYSTACK, FLAG_SLICED
 from pipeline.releases import file_sha256
 from tests.conftest import PROJECT_ROOT
+from tests.test_colliding_runs import _env as cli_env  # DAGSTER_HOME=<tmp>/home, offline, this config
 
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
 SAMPLE = PROJECT_ROOT / "pipeline/sample_data/longmemeval_oracle_sample.json"
 LIMIT = 6
-
-
-def _env(home: Path, config: Path) -> dict[str, str]:
-    shutil.copy(PROJECT_ROOT / "configs" / "dagster.yaml", home / "dagster.yaml")
-    return {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME": "pipeline.definitions",
-        "MEMBENCH_CONFIG": str(config),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +53,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             }
         )
     )
-    (tmp / "home").mkdir()
     proc = subprocess.run(
         [str(BIN / "dagster"), "job", "execute", "-j", "full_benchmark"],
         cwd=PROJECT_ROOT,
-        env=_env(tmp / "home", config),
+        env=cli_env(tmp, config),
         capture_output=True,
         text=True,
         timeout=900,
@@ -165,3 +152,21 @@ def test_verify_without_a_manifest_says_so(run: dict[str, Path]) -> None:
     proc = _verify(results)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip() == f"membench verify: no manifest: {results.resolve() / MANIFEST_JSON} does not exist"
+
+
+def test_a_question_re_run_alone_keeps_the_manifest_current(run: dict[str, Path]) -> None:
+    """A one-question re-run (no report step) rewrites the manifest at its end (assets/run_gate.py)."""
+    path = sorted((run["results"] / "parquet" / "judgments").glob("*.parquet"))[0]
+    path.unlink()
+    proc = subprocess.run(
+        [str(BIN / "dagster"), "asset", "materialize", "--select", "manifest_run/judgments", "--partition", path.stem],
+        cwd=PROJECT_ROOT,
+        env={**cli_env(run["tmp"], run["config"]), "DAGSTER_CLI_ASSET_MATERIALIZE_MODULE_NAME": "pipeline.definitions"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recorded = json.loads((run["results"] / MANIFEST_JSON).read_text())["stored_rows"]["judgments"][path.name]
+    assert recorded["mtime_ns"] == path.stat().st_mtime_ns  # the new file, not the deleted one
+    assert _verify(run["results"]).returncode == 0
