@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from pipeline.config import PROJECT_ROOT, BenchmarkConfig
 from pipeline.datasets.base import DatasetFileError
-from pipeline.fingerprint import pipeline_code_files
+from pipeline.fingerprint import pipeline_code_files, update_with_files
 from pipeline.judges.base import DEFAULT_JUDGES, JudgeSpec
 from pipeline.manifest_schema import (
     DATASET_SCHEMA,
@@ -50,6 +50,8 @@ from pipeline.store import ResultStore, write_parquet_atomic
 MANIFEST_JSON = "manifest.json"
 MANIFEST_VERSION = 1
 ROW_STAGES = ("retrievals", "answers", "judgments")  # the stored rows the numbers are computed from
+MANIFEST_INPUTS = ".manifest_inputs"  # under the results folder: fingerprint of what manifest.json was built from
+UNHASHED_DIRS = frozenset({MANIFEST_DIR, "_index", "embeddings"})  # parquet/ folders the manifest does not read
 HEADLINE_KEY = ("dataset", "system", "reader", "judge", "metric")
 HEADLINE_FIELDS = ("headline_value", "n_scored", "n_correct", "n_failed_answer", "n_failed_judgment", "n_judgments")
 
@@ -408,23 +410,51 @@ def _same_content(a: Mapping[str, Any], b: Mapping[str, Any] | None) -> bool:
     return {k: v for k, v in a.items() if k != "generated_at"} == {k: v for k, v in b.items() if k != "generated_at"}
 
 
+def inputs_fingerprint(bench: Benchmark[Any, Any, Any], store: ResultStore) -> str:
+    """Hash of what the manifest is computed from: the resolved config, the git commit, and the
+    config file, dataset files, pipeline code and result files by (path, size, mtime)."""
+    cfg = bench.config
+    h = hashlib.sha256(json.dumps(resolved_config(bench), sort_keys=True, default=str).encode())
+    h.update(f"|{_git('rev-parse', 'HEAD')}".encode())
+    files = pipeline_code_files()
+    if store.parquet_root.is_dir():
+        for sub in sorted(store.parquet_root.iterdir()):
+            if sub.is_dir() and sub.name not in UNHASHED_DIRS:
+                files += sorted(sub.rglob("*.parquet"))
+    named = [Path(cfg.source)] if cfg.source else []
+    named += [ds.resolved_path(cfg.base_dir) for ds in cfg.datasets]
+    h.update(json.dumps([str(p) for p in named if not p.is_file()]).encode())  # a missing file counts too
+    update_with_files(h, files + [p for p in named if p.is_file()])
+    return h.hexdigest()
+
+
 def write_manifest(bench: Benchmark[Any, Any, Any], store: ResultStore) -> tuple[Path, bool]:
-    """(manifest.json, whether it was rewritten): unchanged content keeps the files as they are,
-    so a rerun that changed nothing rebuilds neither the catalog nor the report."""
+    """(manifest.json, whether it was rewritten).
+
+    Why two shortcuts: on the full shared benchmark the flag and headline queries take seconds,
+    and every run ends with this step. Inputs unchanged since the last manifest (``.manifest_inputs``,
+    see ``inputs_fingerprint``): nothing is queried. Content unchanged: nothing is rewritten, so
+    the catalog and the report, which read the manifest tables, are not rebuilt either."""
+    path, mark = manifest_path(store), store.root / MANIFEST_INPUTS
+    fingerprint = inputs_fingerprint(bench, store)
+    tables = store.parquet_root / MANIFEST_DIR
+    if path.exists() and tables.is_dir() and mark.exists() and mark.read_text().strip() == fingerprint:
+        return path, False
+    mark.unlink(missing_ok=True)
     with store.reader() as con:
         manifest = build_manifest(bench, store, con)
-    path = manifest_path(store)
     try:
         previous: dict[str, Any] | None = read_manifest(path)
     except ManifestError:
         previous = None
-    if _same_content(manifest, previous) and (store.parquet_root / MANIFEST_DIR).is_dir():
-        return path, False
-    write_tables(store, manifest)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, ensure_ascii=False, allow_nan=False))
-    tmp.replace(path)
-    return path, True
+    changed = not (_same_content(manifest, previous) and tables.is_dir())
+    if changed:
+        write_tables(store, manifest)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(manifest, indent=1, ensure_ascii=False, allow_nan=False))
+        tmp.replace(path)
+    mark.write_text(fingerprint)
+    return path, changed
 
 
 def write_tables(store: ResultStore, manifest: Mapping[str, Any]) -> None:

@@ -10,6 +10,7 @@ and field, on a tampered dataset file, a tampered judgment row, and a missing ma
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -20,9 +21,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from pipeline import manifest
+from pipeline.config_resolve import load_benchmark
 from pipeline.manifest import MANIFEST_JSON
 from pipeline.manifest_schema import FLAG_FULL_HAYSTACK, FLAG_SLICED
 from pipeline.releases import file_sha256
+from pipeline.store import ResultStore
 from tests.conftest import PROJECT_ROOT
 from tests.test_colliding_runs import _env as cli_env  # DAGSTER_HOME=<tmp>/home, offline, this config
 
@@ -169,4 +173,21 @@ def test_a_question_re_run_alone_keeps_the_manifest_current(run: dict[str, Path]
     assert proc.returncode == 0, proc.stderr[-3000:]
     recorded = json.loads((run["results"] / MANIFEST_JSON).read_text())["stored_rows"]["judgments"][path.name]
     assert recorded["mtime_ns"] == path.stat().st_mtime_ns  # the new file, not the deleted one
+    assert _verify(run["results"]).returncode == 0
+
+
+def test_unchanged_inputs_query_nothing_and_changed_rows_rewrite(
+    run: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report step of a rerun that changed nothing must not pay for the flag and headline queries."""
+    bench, store = load_benchmark(str(run["config"])), ResultStore(results_dir=str(run["results"]))
+    built: list[int] = []
+    real = manifest.build_manifest
+    monkeypatch.setattr(manifest, "build_manifest", lambda *a: built.append(1) or real(*a))
+    assert manifest.write_manifest(bench, store)[1] is False and built == []
+    path = sorted((run["results"] / "parquet" / "answers").glob("*.parquet"))[0]
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # as a stage's atomic rewrite does
+    assert manifest.write_manifest(bench, store)[1] is True and built == [1]  # its recorded mtime moved
+    assert manifest.write_manifest(bench, store)[1] is False and built == [1]
     assert _verify(run["results"]).returncode == 0
