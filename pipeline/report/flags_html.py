@@ -12,7 +12,10 @@ from typing import Any
 
 from pipeline.manifest_schema import FLAG_FULL_HAYSTACK
 
-STYLE = "background:#fff3cd;border:1px solid #d9a400;border-radius:3px;padding:0 4px;font-size:11px;color:#6b4e00"
+STYLE = (
+    "white-space:nowrap;background:#fff3cd;border:1px solid #d9a400;border-radius:3px;padding:0 4px;"
+    "font-size:11px;color:#6b4e00"
+)
 
 
 def badge(text: str, title: str) -> str:
