@@ -28,6 +28,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from pipeline.commands import RUN_ALL
 from pipeline.config import PROJECT_ROOT, BenchmarkConfig
 from pipeline.datasets.base import DatasetFileError
 from pipeline.fingerprint import pipeline_code_files, update_with_files
@@ -363,7 +364,9 @@ def read_manifest(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ManifestError(f"no manifest: {path} does not exist") from None
+        raise ManifestError(
+            f"no manifest: {path} does not exist (the benchmark_report step writes it: {RUN_ALL})"
+        ) from None
     except (OSError, ValueError) as exc:
         raise ManifestError(f"{path}: not a readable manifest ({exc})") from None
     if not isinstance(data, dict) or data.get("manifest_version") != MANIFEST_VERSION:

@@ -155,7 +155,10 @@ def test_verify_without_a_manifest_says_so(run: dict[str, Path]) -> None:
     (results / MANIFEST_JSON).unlink()
     proc = _verify(results)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.strip() == f"membench verify: no manifest: {results.resolve() / MANIFEST_JSON} does not exist"
+    assert proc.stderr.strip() == (
+        f"membench verify: no manifest: {results.resolve() / MANIFEST_JSON} does not exist "
+        "(the benchmark_report step writes it: dagster job execute -j full_benchmark)"
+    )
 
 
 def test_a_question_re_run_alone_keeps_the_manifest_current(run: dict[str, Path]) -> None:
