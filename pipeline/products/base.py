@@ -43,6 +43,10 @@ KIND_PRODUCT_SESSION = "product_session"
 PRODUCTS_SUBDIR = "products"
 
 
+class ProductCallFailed(RuntimeError):
+    """An LLM call made by the product failed (after membench's retries) during an ingestion session."""
+
+
 class ProductParams(SystemParams):
     """Params every product accepts."""
 
@@ -126,6 +130,12 @@ class ProductMemory:
         start = time.monotonic()
         with self.meter.in_phase(PHASE_INGESTION) as usage:
             memories = self._ingest(haystack_id, session) if session.turns else []
+        if usage.failed_llm_calls:  # the product carried on without that reply: the session is not done
+            raise ProductCallFailed(
+                f"{self.kind}: {usage.failed_llm_calls} LLM call(s) failed while the product ingested this session "
+                f"and it went on without them; the session is ingested again on the next run. Last error: "
+                f"{self.meter.last_error}"
+            )
         self.sessions_done += 1
         self.state.commit(self.sessions_done)
         record = {**usage.as_dict(), "seconds": round(time.monotonic() - start, 4), "memories": len(memories)}

@@ -100,6 +100,7 @@ class Meter:
     phase: str = PHASE_INGESTION
     usage: dict[str, Usage] = field(default_factory=lambda: {p: Usage() for p in PHASES})
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    last_error: str | None = None  # the latest failed LLM call's error (a product may swallow the failure)
 
     @contextmanager
     def in_phase(self, phase: str) -> Iterator[Usage]:
@@ -333,6 +334,7 @@ def _chat(meter: Meter, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     )
     meter.record("add_reply", reply)
     if not reply.ok:
+        meter.last_error = reply.error
         return 400, _error(f"upstream LLM call failed: {reply.error}", "upstream_error")
     return 200, completion_body(reply, call.model)
 
