@@ -20,6 +20,8 @@ from pipeline.catalog_docs import column_doc
 from pipeline.memory.base import MemoryUnit
 from pipeline.memory.checkpoint import Checkpoint, CheckpointState, checkpoint_path, save
 from pipeline.products.base import KIND_PRODUCT_SESSION
+from pipeline.report.build import collect
+from pipeline.report.html import render_dataset
 from pipeline.store import ResultStore, open_catalog
 from tests.report_fixtures import build_full_store
 
@@ -123,3 +125,17 @@ def test_every_column_is_documented(store: ResultStore) -> None:
         for view in ("product_sessions", "product_usage"):
             cols = [r[0] for r in con.execute(f"SELECT column_name FROM (DESCRIBE {view})").fetchall()]
             assert all(column_doc(view, c) for c in cols), [c for c in cols if not column_doc(view, c)]
+
+
+def test_report_section(store: ResultStore) -> None:
+    """The dataset page has the product table (results.json the same rows); other datasets do not."""
+    data = collect(store)
+    assert [(r["system"], r["n_sessions"]) for r in data.rows("product_usage")] == [("bm25", 3)]
+    page = render_dataset(data, "lme", [])
+    assert "<h2>Memory products: ingestion and search cost</h2>" in page
+    section = page.split("<h2>Memory products: ingestion and search cost</h2>", 1)[1]
+    row = section.split("<td>bm25</td>", 1)[1].split("</tr>", 1)[0]
+    cells = [c.removesuffix("</td>") for c in row.split("<td>")[1:]]
+    assert cells == ["2", "3", "6 (3)", "400 + 80", "$0.0300", "5.00 s, 4.00 s", "3 (1 failed)", "3 (3)", "80 + 3",
+                     "200 ms / 290 ms"]  # fmt: skip
+    assert "Memory products" not in render_dataset(data, "loco", [])

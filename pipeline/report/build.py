@@ -36,6 +36,7 @@ SECTIONS: dict[str, str] = {
     "paired_comparisons": "paired_comparisons",
     "mc_confusion": "mc_confusion",
     "retrieval": "retrieval_report",
+    "product_usage": "product_usage",  # pipeline/product_views.py
     **{view: view for view in (*OFFICIAL_VIEWS, "repeat_report", "judge_repeat_report")},  # official/repeat_views.py
 }
 
