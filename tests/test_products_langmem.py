@@ -172,12 +172,12 @@ def test_rerun_makes_no_upstream_call(server: FakeOpenAIServer, enc: Encoder, tm
     assert _stored(tmp_path) == first  # same memory keys too
 
 
-def test_product_exception_is_a_failed_unit_and_resumes(server: FakeOpenAIServer, enc: Encoder, tmp_path: Path) -> None:
+def test_a_swallowed_failed_call_fails_the_session(server: FakeOpenAIServer, enc: Encoder, tmp_path: Path) -> None:
     """Session s1's extraction fails upstream. LangMem (trustcall) swallows the error: it retries with
-    "Fix the validation error ..." and goes on with whatever that gives. membench sees the failed call
-    in the session's usage: the unit fails with the error, s0 is kept, s1 is ingested again later."""
+    "Fix the validation error ..." (answered here with the right memory) and goes on. membench sees the
+    failed call in the session's usage: the unit fails with the error, s0 is kept, s1 is ingested again."""
     server.rules[1].faults.append(Fault.server_error(500))
-    server.add_rule("Fix the validation error", "No memories to record.")
+    server.add_script("Fix the validation error", [_inserts(FACTS["Lisbon"])], repeat_last=True)
     failed = _ingest(_deps(server, enc, tmp_path), tmp_path)
     assert failed.error is not None and failed.sessions_completed == 1
     assert "ingestion stopped at session 1" in failed.error and "ProductCallFailed" in failed.error
@@ -188,6 +188,19 @@ def test_product_exception_is_a_failed_unit_and_resumes(server: FakeOpenAIServer
     assert resumed.error is None and resumed.sessions_completed == 3 and resumed.resumed_from == 1
     assert server.request_count == 2  # sessions s1 and s2 only
     assert _texts(_stored(tmp_path)) == _all_facts()
+
+
+def test_product_exception_is_a_failed_unit(server: FakeOpenAIServer, enc: Encoder, tmp_path: Path) -> None:
+    """An endpoint that writes tool calls as text (as llama-cpp-python's server does without a tool-calling
+    chat format): from session s1 on, LangMem requires a tool call; each reply fails (membench never caches
+    it), trustcall retries until LangGraph's recursion limit and raises. The unit fails with that message."""
+    server.rules[1].script.clear()  # the Lisbon session gets a text reply to tool_choice="required"
+    server.rules[1].reply = '{"name": "Memory", "arguments": {"content": "Alice went to Lisbon"}}'
+    failed = _ingest(_deps(server, enc, tmp_path), tmp_path)
+    assert failed.error is not None and failed.sessions_completed == 1
+    assert "ingestion stopped at session 1" in failed.error and "GraphRecursionError: Recursion limit" in failed.error
+    assert server.requests[1]["tool_choice"] == "required"
+    assert _texts(_stored(tmp_path)) == sorted((f, ["s0"]) for f in FACTS["golden retriever"])  # s0 kept
 
 
 def test_kill_9_mid_session_then_rerun(server: FakeOpenAIServer, enc: Encoder, tmp_path: Path) -> None:

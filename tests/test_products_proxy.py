@@ -144,6 +144,20 @@ def test_tool_calls_round_trip_and_are_cached(server: FakeOpenAIServer, meter: M
     assert meter.usage[PHASE_INGESTION].upstream_llm_calls == 2 and meter.usage[PHASE_INGESTION].llm_calls == 4
 
 
+def test_required_tool_call_answered_with_text_fails_uncached(server: FakeOpenAIServer, meter: Meter) -> None:
+    """An endpoint that ignores tool_choice (writes the call as text) fails the call, counted, never cached."""
+    server.add_rule("remember Bob", '{"name": "Memory", "arguments": {"content": "Bob runs"}}')
+    asked = [{"role": "user", "content": "remember Bob"}]
+    for _ in range(2):
+        with pytest.raises(openai.BadRequestError, match="required a tool call"):
+            _client(meter).chat.completions.create(model="m", messages=asked, tools=TOOLS, tool_choice="required")
+    assert server.request_count == 2  # the text reply was not cached
+    assert meter.usage[PHASE_INGESTION].failed_llm_calls == 2
+    assert meter.last_error is not None and "required a tool call" in meter.last_error
+    auto = _client(meter).chat.completions.create(model="m", messages=asked, tools=TOOLS)  # auto: text is an answer
+    assert auto.choices[0].message.content == '{"name": "Memory", "arguments": {"content": "Bob runs"}}'
+
+
 def test_refused_features_and_unknown_route(meter: Meter) -> None:
     with pytest.raises(openai.BadRequestError, match="functions"):
         _client(meter).chat.completions.create(
