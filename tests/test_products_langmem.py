@@ -17,35 +17,26 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from pipeline.config import ComponentConfig, load_config
-from pipeline.config_resolve import resolve_config
+from pipeline.config import ComponentConfig
 from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.checkpoint import load
-from pipeline.memory.ingest import IngestOutcome, MemoryRun, ingest_haystack, ingestion_results, units_for
-from pipeline.memory.params import MemoryConfigError
-from pipeline.memory.retrieve import retrieval_results
+from pipeline.memory.ingest import IngestOutcome, ingest_haystack
 from pipeline.memory.systems import SystemSpec
 from pipeline.products import base as product_base
 from pipeline.products.base import KIND_PRODUCT_SESSION
 from pipeline.products.langmem_memory import TRACING_ENV, LangmemMemory, LangmemParams
-from pipeline.question_driver import WorkItem
-from pipeline.store import ResultStore
 from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server, tool_call
-from tests.langmem_worker import run as run_worker
-from tests.memory_fixtures import DATASET, HAYSTACK, HAYSTACK_2, build_haystack, encoder, question, write_toy_dataset
+from tests.memory_fixtures import HAYSTACK, build_haystack, encoder, question
+from tests.product_fixtures import check_toy_stages, kill_during_session, missing_library_message, yaml_config
+from tests.products_worker import run as run_worker
 
 FACTS = {
     "golden retriever": ["Alice adopted a golden retriever puppy named Biscuit", "Bob trains for the Boston marathon"],
@@ -210,21 +201,11 @@ def test_kill_9_mid_session_then_rerun(server: FakeOpenAIServer, enc: Encoder, t
     work = tmp_path / "killed"
     server.rules[2].faults.append(Fault.hang(120))  # the cello session (the last) hangs once
     server.reset_counts()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.langmem_worker", server.base_url, str(work)], cwd=Path(__file__).parents[1]
-    )
-    try:
-        deadline = time.monotonic() + 300  # generous bound on a loaded machine: not a timing assertion
-        while server.request_count < 3 and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert server.request_count == 3, "the child never reached session 3"
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait()
+    kill_during_session(server, work, "langmem", requests=3)
     ck = load(work / "ck.parquet")
     assert ck is not None and ck.state.sessions_completed == 2
     server.reset_counts()
-    assert run_worker(server.base_url, work) is None
+    assert run_worker(server.base_url, work, "langmem") is None
     assert server.request_count == 1  # only the killed session was sent again
     assert _stored(work) == _stored(reference)  # same keys, texts and sources: nothing lost, nothing twice
 
@@ -253,54 +234,19 @@ def test_missing_library_is_one_config_line(monkeypatch: pytest.MonkeyPatch) -> 
         LangmemParams()
 
 
-def _yaml_config(tmp_path: Path, server: FakeOpenAIServer) -> Path:
-    path = tmp_path / "products.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "results_dir": str(tmp_path / "results"),
-                "datasets": [{"name": DATASET, "loader": "locomo", "path": "-"}],
-                "memory_systems": [{"name": "langmem-top3", "kind": "langmem", "params": {"top_k": 3}}],
-                "llm": {"base_url": server.base_url, "model": "fake-lm", "max_retries": 0},
-            }
-        )
-    )
-    load_config.cache_clear()
-    return path
+def _config(tmp_path: Path, server: FakeOpenAIServer) -> Path:
+    return yaml_config(tmp_path, server, {"name": "langmem-top3", "kind": "langmem", "params": {"top_k": 3}}, "fake-lm")
 
 
 def test_yaml_kind_through_the_ingestion_and_retrieval_stages(
     server: FakeOpenAIServer, enc: Encoder, tmp_path: Path
 ) -> None:
-    cfg = load_config(str(_yaml_config(tmp_path, server)))
-    store = ResultStore(results_dir=cfg.results_dir)
-    questions = [question("Which city did Alice visit?", "q1", 0), question("What instrument?", "q2", 1, HAYSTACK_2)]
-    write_toy_dataset(store, questions)
-    llm = OpenAIChatClient.from_benchmark(cfg)
-    run = MemoryRun(store, resolve_config(cfg), MemoryDeps(enc, llm=llm, state_dir=cfg.resolved_results_dir()))
-    units = tuple(units_for(resolve_config(cfg))(DATASET))
-    items = [WorkItem(q.partition_key, DATASET, q.question_id, units) for q in questions]
-    ingested = {key: results[0] for key, results in ingestion_results(run, items)}
-    assert {k: (r.status, r.payload["sessions_completed"]) for k, r in ingested.items()} == {
-        "toy__q1": ("ok", 3),
-        "toy__q2": ("ok", 2),
-    }
-    retrieved = {key: results[0] for key, results in retrieval_results(run, items)}
-    top = retrieved["toy__q1"].payload["units"][0]
-    assert (top["text"], top["session_key"], top["turn_ids"]) == ("Alice spent a week in Lisbon, Portugal", "s1", [])
-    assert retrieved["toy__q2"].payload["units"][0]["session_key"] == "s2"
-    assert json.loads(retrieved["toy__q2"].payload["notes"])["source_ids"] == "session"
+    check_toy_stages(_config(tmp_path, server), enc)
 
 
 def test_yaml_missing_library_fails_at_config_load(
     server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = product_base.importlib.util.find_spec
-    monkeypatch.setattr(product_base.importlib.util, "find_spec", lambda m: None if m == "langmem" else real(m))
-    cfg = load_config(str(_yaml_config(tmp_path, server)))
-    with pytest.raises(MemoryConfigError) as exc:
-        resolve_config(cfg)
-    message = str(exc.value)
-    assert "\n" not in message
+    message = missing_library_message(_config(tmp_path, server), "langmem", monkeypatch)
     assert "memory_systems[0] (name: langmem-top3)" in message
     assert "kind 'langmem' needs the Python package 'langmem==0.0.30'" in message

@@ -43,12 +43,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MemoryUnit, RetrievalResult
-from pipeline.memory.context import ORDER_RANK, format_date, ranked_result
-from pipeline.products.base import ProductMemory, ProductParams, missing_library, usage_note
+from pipeline.memory.context import ORDER_RANK, ranked_result
+from pipeline.products.base import (
+    ProductMemory,
+    ProductParams,
+    haystack_label,
+    session_messages,
+    usage_note,
+)
 from pipeline.records import QuestionRow
 
 KIND = "langmem"
@@ -64,17 +70,10 @@ LIST_LIMIT = 100_000  # listing a namespace (no query: no embedding call)
 
 
 class LangmemParams(ProductParams):
+    requires = (KIND, MODULE, PACKAGE)
     max_tokens: int = Field(default=2_000, gt=0)  # an extraction reply may hold many tool calls
     query_limit: int = Field(default=5, gt=0)  # LangMem's default: existing memories shown to the extractor
     enable_deletes: bool = False  # LangMem's default for the store manager
-
-    @model_validator(mode="before")
-    @classmethod
-    def check_library(cls, data: Any) -> Any:
-        problem = missing_library(KIND, MODULE, PACKAGE)
-        if problem:
-            raise ValueError(problem)
-        return data
 
 
 class _SeededUuid:
@@ -119,22 +118,6 @@ def _untraced() -> Iterator[None]:
 
     with tracing_context(enabled=False):
         yield
-
-
-def user_id(haystack_id: str) -> str:
-    """A stable namespace label for the haystack (LangGraph namespaces may not contain dots)."""
-    return "h" + hashlib.sha256(haystack_id.encode()).hexdigest()[:16]
-
-
-def session_messages(session: HaystackSession) -> list[dict[str, str]]:
-    date = session.session.datetime_raw or format_date(session.session.datetime)
-    out = []
-    for t in session.turns:
-        text = f"[{date}] {t.speaker}: {t.text}"
-        if t.caption:
-            text += f" [shares an image: {t.caption}]"
-        out.append({"role": "assistant" if t.role == "assistant" else "user", "content": text})
-    return out
 
 
 def memory_text(value: Any) -> str:
@@ -184,11 +167,11 @@ class LangmemMemory(ProductMemory):
         super().close()
 
     def _config(self, haystack_id: str) -> dict[str, Any]:
-        return {"configurable": {"langgraph_user_id": user_id(haystack_id)}}
+        return {"configurable": {"langgraph_user_id": haystack_label(haystack_id)}}
 
     def _listing(self, haystack_id: str) -> dict[str, Any]:
         """key -> value of every memory in the haystack's namespace (no query: no embedding call)."""
-        items = self.store.search((MEMORIES, user_id(haystack_id)), limit=LIST_LIMIT)
+        items = self.store.search((MEMORIES, haystack_label(haystack_id)), limit=LIST_LIMIT)
         return {it.key: it.value for it in items}
 
     def _ingest(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:
@@ -208,7 +191,7 @@ class LangmemMemory(ProductMemory):
         return units
 
     def _record_sources(self, haystack_id: str, keys: list[str], session_key: str, position: int) -> None:
-        namespace = (SOURCES, user_id(haystack_id))
+        namespace = (SOURCES, haystack_label(haystack_id))
         for k in keys:
             old = self.store.get(namespace, k)
             sessions = [s for s in (old.value["sessions"] if old else []) if s[0] != session_key]
@@ -219,10 +202,10 @@ class LangmemMemory(ProductMemory):
         for u in sorted(memories, key=lambda m: m.session_position):
             k = u.unit_id.rsplit("#", 1)[1]
             if u.kind == KIND_REMOVED:
-                self.store.delete((MEMORIES, user_id(u.haystack_id)), k)
+                self.store.delete((MEMORIES, haystack_label(u.haystack_id)), k)
                 continue
             value = {"kind": "Memory", "content": {"content": u.text}}
-            self.store.put((MEMORIES, user_id(u.haystack_id)), k, value)
+            self.store.put((MEMORIES, haystack_label(u.haystack_id)), k, value)
             self._record_sources(u.haystack_id, [k], u.session_key, u.session_position)
 
     def _search(self, question: QuestionRow) -> RetrievalResult:
@@ -230,7 +213,7 @@ class LangmemMemory(ProductMemory):
             found = self.manager.search(
                 query=question.question, limit=self.params.top_k, config=self._config(question.haystack_id)
             )
-        namespace = (SOURCES, user_id(question.haystack_id))
+        namespace = (SOURCES, haystack_label(question.haystack_id))
         ranked, multi = [], 0
         for hit in found:
             src = self.store.get(namespace, hit.key)
