@@ -20,6 +20,7 @@ import duckdb
 
 import pipeline.agentic_schema as agentic
 import pipeline.manifest_schema as manifest
+import pipeline.product_views as product
 from pipeline.records import CANONICAL_TABLES
 
 VIEW_DOCS: dict[str, str] = {
@@ -54,6 +55,7 @@ VIEW_DOCS: dict[str, str] = {
     "judge_repeat_report": "judges with repeats (judge noise on the same answers): as repeat_report",
     **agentic.VIEW_DOCS,
     **manifest.VIEW_DOCS,
+    **product.VIEW_DOCS,
 }
 
 SHARED: dict[str, str] = {
@@ -231,6 +233,7 @@ VIEW_COLUMNS: dict[str, dict[str, str]] = {
     },
     **agentic.VIEW_COLUMNS,
     **manifest.VIEW_COLUMNS,
+    **product.VIEW_COLUMNS,
 }  # fmt: skip
 VIEW_COLUMNS["agentic_retrieval_metrics"] = {**VIEW_COLUMNS["retrieval_metrics"],
                                              **agentic.VIEW_COLUMNS["agentic_retrieval_metrics"]}  # fmt: skip
