@@ -19,7 +19,7 @@ from pipeline.config_resolve import load_benchmark
 from pipeline.kinds.memory import MEMORY_SYSTEMS
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.flat_bm25 import KIND, FlatBm25Memory
-from pipeline.memory.okapi import OkapiIndex, official_order, tokenize
+from pipeline.memory.okapi import OkapiIndex, argsort_order, tokenize
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.systems import system_specs
 from tests.conftest import PROJECT_ROOT
@@ -50,8 +50,8 @@ def test_tokens_are_split_on_single_spaces_only() -> None:
     assert tokenize("") == [""]
 
 
-def test_official_order_is_argsort_reversed() -> None:
-    assert official_order(OkapiIndex.build([["a", "b"], ["a", "c", "c"], ["d"]]).scores(["a", "c"])) == [1, 0, 2]
+def test_argsort_order_is_argsort_reversed() -> None:
+    assert argsort_order(OkapiIndex.build([["a", "b"], ["a", "c", "c"], ["d"]]).scores(["a", "c"])) == [1, 0, 2]
 
 
 def test_turn_corpus_holds_user_turns_as_given_in_haystack_order() -> None:

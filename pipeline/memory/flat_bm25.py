@@ -16,7 +16,7 @@ from pydantic import Field
 
 from pipeline.memory.base import RetrievalResult
 from pipeline.memory.flat_corpus import FlatMemory, FlatParams
-from pipeline.memory.okapi import EPSILON, K1, B, OkapiIndex, official_order, tokenize
+from pipeline.memory.okapi import EPSILON, K1, B, OkapiIndex, argsort_order, tokenize
 from pipeline.records import QuestionRow
 
 KIND = "flat_bm25"
@@ -48,7 +48,7 @@ class FlatBm25Memory(FlatMemory):
 
     def ranking(self, question: str) -> list[tuple[int, float]]:
         scores = self.index().scores(tokenize(question))
-        return [(i, float(scores[i])) for i in official_order(scores)]
+        return [(i, float(scores[i])) for i in argsort_order(scores)]
 
     def retrieve(self, question: QuestionRow) -> RetrievalResult:
         """The flat result with each score in the ``bm25`` column (not ``semantic``)."""

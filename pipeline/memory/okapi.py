@@ -94,6 +94,6 @@ def _idf(doc_count: dict[str, int], n_docs: int, epsilon: float) -> dict[str, fl
     return idf
 
 
-def official_order(scores: np.ndarray) -> list[int]:
+def argsort_order(scores: np.ndarray) -> list[int]:
     """Document indices best first, as LongMemEval takes them: ``argsort(scores)[::-1]``."""
     return [int(i) for i in np.argsort(scores)[::-1]]
