@@ -114,6 +114,10 @@ class SessionRow:
     datetime: dt.datetime | None = dfield(metadata=col("session date, parsed"))
     summary: str | None = dfield(metadata=col("session summary shipped with the dataset"))
     n_turns: int = dfield(metadata=col("turns in the session", ge(0)))
+    observations: str | None = dfield(
+        default=None,
+        metadata=col("LoCoMo observations shipped with the dataset: JSON [[speaker, fact, dialogue ids as given]]"),
+    )
 
 
 @dataclass(frozen=True)

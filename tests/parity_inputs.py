@@ -119,6 +119,12 @@ def lme_rankings(record: dict[str, Any]) -> dict[str, list[int]]:
     }
 
 
+def lme_flat_payload(record: dict[str, Any]) -> list[Any]:
+    """What of a record the flat retrievers' figures depend on: its id, its question (the query)
+    and its user-turn corpus (the documents; the session documents are their joins)."""
+    return [record["question_id"], record["question"], lme_user_turn_texts(record)]
+
+
 def is_lme_abstention_id(question_id: str) -> bool:
     """LongMemEval marks abstention questions with '_abs' in the id; its retrieval averages skip them."""
     return "_abs" in question_id

@@ -31,7 +31,7 @@ EXPECTED_ARROW: dict[str, list[tuple[str, str]]] = {
     ],
     "sessions": [
         ("dataset", S), ("session_key", S), ("source_session_id", S), ("datetime_raw", S), ("datetime", TS),
-        ("summary", S), ("n_turns", N),
+        ("summary", S), ("n_turns", N), ("observations", S),
     ],
     "turns": [
         ("dataset", S), ("session_key", S), ("turn_id", S), ("position", N), ("speaker", S), ("role", S),
@@ -77,7 +77,7 @@ EXPECTED_PANDERA: dict[str, tuple[dict[str, tuple[Any, ...]], list[str] | None, 
     "sessions": (
         {
             "dataset": _s, "session_key": ("str", False, True, False, []), "source_session_id": _s,
-            "datetime_raw": _os, "summary": _os, "n_turns": ("int64", False, False, False, _GE0),
+            "datetime_raw": _os, "summary": _os, "n_turns": ("int64", False, False, False, _GE0), "observations": _os,
         },
         None,
         [],
@@ -160,7 +160,7 @@ GOOD: dict[str, dict[str, Any]] = {
     },
     "sessions": {
         "dataset": "d", "session_key": "s1", "source_session_id": "S1", "datetime_raw": None,
-        "datetime": dt.datetime(2023, 5, 8), "summary": None, "n_turns": 2,
+        "datetime": dt.datetime(2023, 5, 8), "summary": None, "n_turns": 2, "observations": None,
     },
     "turns": {
         "dataset": "d", "session_key": "s1", "turn_id": "s1:0", "position": 0, "speaker": "A", "role": "user",

@@ -22,6 +22,7 @@ recall compares those raw strings, pipeline.metrics.locomo_evidence).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
@@ -138,6 +139,7 @@ def parse_conversation(ctx: RecordContext, obj: Mapping[str, Any], sample_id: st
         required(conv, "speaker_b", str, "conversation."): "assistant",
     }
     summaries = optional(obj, "session_summary", dict) or {}
+    observations = optional(obj, "observation", dict) or {}
     numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION.match(k)))
     dated = {int(m.group(1)) for k in conv if (m := _DATE.match(k))}
     for n in sorted(dated - set(numbers)):
@@ -163,6 +165,7 @@ def parse_conversation(ctx: RecordContext, obj: Mapping[str, Any], sample_id: st
             parse_locomo_datetime(date_raw) if date_raw else None,
             summary if isinstance(summary, str) else None,
             turns,
+            observation_json(observations.get(f"session_{n}_observation")),
         )
         sessions.append(session)
         haystack.append(HaystackRow(ctx.dataset, sample_id, len(haystack), session.session.session_key, f"session_{n}"))
@@ -178,6 +181,16 @@ def parse_conversation(ctx: RecordContext, obj: Mapping[str, Any], sample_id: st
             captions,
         )
     return Conversation(tuple(sessions), tuple(haystack), by_dia)
+
+
+def observation_json(raw: Any) -> str | None:
+    """A session's ``{speaker: [[fact, dialogue id(s)], ...]}`` as JSON ``[[speaker, fact, ids], ...]``
+    in the file's order (the order LoCoMo's RAG database lists them); None when absent or not that shape."""
+    if not isinstance(raw, dict):
+        return None
+    rows = [[speaker, item[0], item[1]] for speaker, items in raw.items() if isinstance(items, list)
+            for item in items if isinstance(item, list) and len(item) == 2]  # fmt: skip
+    return json.dumps(rows, ensure_ascii=False) if rows else None
 
 
 def _session_date(ctx: RecordContext, conv: Mapping[str, Any], n: int) -> str | None:

@@ -63,6 +63,7 @@ def build_session(
     when: dt.datetime | None,
     summary: str | None,
     turns: Sequence[TurnSpec],
+    observations: str | None = None,
 ) -> SessionWithTurns:
     """Session row + turn rows keyed by the content hash (``turn_id = <key>:<position>``)."""
     key = session_key(datetime_raw, turns)
@@ -70,5 +71,5 @@ def build_session(
         TurnRow(dataset, key, f"{key}:{i}", i, t.speaker, t.role, t.text, t.has_answer, t.source_id, t.caption)
         for i, t in enumerate(turns)
     )
-    session = SessionRow(dataset, key, source_session_id, datetime_raw, when, summary, len(rows))
+    session = SessionRow(dataset, key, source_session_id, datetime_raw, when, summary, len(rows), observations)
     return SessionWithTurns(session, rows)

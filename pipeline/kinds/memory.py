@@ -10,7 +10,16 @@ from collections.abc import Mapping
 
 from pipeline.agentic import agent_memory
 from pipeline.agentic.mcp import memory as mcp_memory
-from pipeline.memory import full_context, locomo_full_context, notes, rag, summaries
+from pipeline.memory import (
+    flat_bm25,
+    flat_dense,
+    full_context,
+    locomo_full_context,
+    locomo_rag,
+    notes,
+    rag,
+    summaries,
+)
 from pipeline.memory.base import MemorySystem
 from pipeline.memory.hybrid import HybridMemory
 from pipeline.products import langmem_memory, mem0_memory
@@ -25,6 +34,9 @@ BUILTIN_MEMORY_SYSTEMS: Mapping[str, type[MemorySystem]] = {
     "hybrid": HybridMemory,
     mem0_memory.KIND: mem0_memory.Mem0Memory,
     langmem_memory.KIND: langmem_memory.LangmemMemory,
+    flat_bm25.KIND: flat_bm25.FlatBm25Memory,
+    flat_dense.KIND: flat_dense.FlatDenseMemory,
+    locomo_rag.KIND: locomo_rag.LocomoRagMemory,
     agent_memory.KIND: agent_memory.AgentMemory,
     mcp_memory.KIND: mcp_memory.McpMemory,
 }

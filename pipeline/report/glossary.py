@@ -116,6 +116,24 @@ REPORT_DEFINITIONS: dict[str, str] = {
         "excluded and counted (n_excluded_abstention, n_excluded_no_gold); LongMemEval gold = user turns with "
         "has_answer in answer sessions, and answer sessions holding such a turn."
     ),
+    "memory flat_bm25": (
+        "LongMemEval's flat-bm25 retriever (xiaowu0162/LongMemEval src/retrieval/run_retrieval.py): documents = user "
+        "turns as given (granularity turn) or each session's user turns joined by a space (session); tokens = "
+        "split(' '); BM25Okapi k1 1.5, b 0.75, negative idf floored to 0.25 x mean idf; ranked argsort(scores)[::-1]; "
+        "every document ranked (top_k: null). Rankings equal the official ones on all 498 LongMemEval_S questions."
+    ),
+    "memory flat_dense": (
+        "LongMemEval's flat dense retrieval (same file, run_flat_retrieval) with a local sentence-transformers model "
+        "(params.model; else the run's embeddings): protocol contriever = inner product of unnormalised vectors, "
+        "stella = of L2-normalised ones, gte = normalised with the query 'Instruction: <task>\\nQuery: <question>'; "
+        "same corpus as flat_bm25; ranked by descending score."
+    ),
+    "memory locomo_rag": (
+        "LoCoMo's RAG databases (snap-research/locomo task_eval/evaluate_gpts.py prepare_for_rag, get_rag_context): "
+        "mode dialog ('<speaker> said, \"<text>\"' per turn), observation (the shipped facts, citing dialogue ids) "
+        "or summary (the shipped session summaries, session S<n>); inner product with the run's embeddings, top_k "
+        "(default 5); context '<date>: <entry>' lines. Its recall: locomo_official_recall (session hits for summaries)."
+    ),
 }
 
 

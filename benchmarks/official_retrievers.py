@@ -1,0 +1,147 @@
+"""LongMemEval's flat retrievers inside membench, beside the official code's own retrieval table.
+
+Runs the ``flat_bm25`` memory system on every LongMemEval_S record at both granularities (through
+the pipeline's loader and the system's own ingest/retrieve, pipeline/memory/flat_offline.py),
+scores each question with the report's retrieval metrics (pipeline/metrics/retrieval.py: level
+``turn`` and the official ``session`` level), averages them over the questions the official
+averages keep (not ``_abs``, with a gold user turn), and prints them beside the values that
+LongMemEval's ``run_retrieval.py`` printed for the same records (stored figures:
+tests/data/official/longmemeval_s_flat_bm25.json). ``diff`` is membench minus official.
+
+    .venv/bin/python benchmarks/official_retrievers.py            # all 498 records, ~1 min
+    .venv/bin/python benchmarks/official_retrievers.py --limit 50 # a quick look (official column: all)
+    .venv/bin/python benchmarks/official_retrievers.py --locomo 2 # + locomo_rag on 2 LoCoMo conversations
+
+``--locomo N`` also runs ``locomo_rag`` (dialog, observation, summary databases, top_k 5, the run's
+default embedding model all-MiniLM-L6-v2, vectors cached under results/official_retrievers_bench)
+on the first N conversations of locomo10.json and prints LoCoMo's own recall (the report's
+``evidence_recall_official_context``: raw evidence against the context's dialogue ids, or ``S<n>``
+session hits for summaries; a question without evidence counts 1), mean over the questions. No
+official column: LoCoMo's RAG code needs a GPU and hub models (docs/protocols.md).
+
+Measured here (2-core machine shared with other jobs): see docs/protocols.md, "Official retrievers".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pipeline.corpus import HaystackSession  # noqa: E402
+from pipeline.memory.base import MemoryDeps  # noqa: E402
+from pipeline.memory.flat_bm25 import FlatBm25Memory  # noqa: E402
+from pipeline.memory.flat_offline import LEVELS, build, level_metrics, lme_items  # noqa: E402
+from pipeline.metrics.retrieval import K_VALUES, UnitRef  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared/datasets/longmemeval_s_cleaned_498of500.json.gz"
+FIGURES = ROOT / "tests/data/official/longmemeval_s_flat_bm25.json"
+RUNS = {"turn": ("turn", "session"), "session": ("session",)}  # granularity -> levels the official run reports
+METRICS = ("recall_any", "recall_all", "ndcg_any")
+
+
+def measure(path: Path, limit: int | None) -> tuple[dict[str, dict[str, dict[str, list[float]]]], int]:
+    """granularity -> level -> metric label -> per-question values (scored questions only)."""
+    values: dict[str, dict[str, dict[str, list[float]]]] = {g: {lv: {} for lv in lvs} for g, lvs in RUNS.items()}
+    n = 0
+    for item in lme_items(path):
+        if limit is not None and n >= limit:
+            break
+        n += 1
+        for granularity, levels in RUNS.items():
+            memory = build(FlatBm25Memory, {"granularity": granularity}, item, MemoryDeps(encoder=None))
+            result = memory.retrieve(item.question)
+            for level in levels:
+                scores = level_metrics(result, item, LEVELS[level])
+                for label, value in (scores or {}).items():
+                    values[granularity][level].setdefault(label, []).append(value)
+    return values, n
+
+
+def print_table(values: dict[str, dict[str, dict[str, list[float]]]], official: dict) -> int:
+    """Rows of (granularity, level, metric@k): membench, official, diff; returns the count of |diff| > 1e-12."""
+    differing = 0
+    print(f"{'run':<8} {'level':<8} {'metric':<14} {'n':>4} {'membench':>9} {'official':>9} {'diff':>9}")
+    for granularity, levels in RUNS.items():
+        for level in levels:
+            for k in K_VALUES:
+                for metric in METRICS:
+                    label = f"{metric}@{k}"
+                    ours = values[granularity][level].get(label, [])
+                    mean = float(np.mean(ours)) if ours else float("nan")
+                    theirs = official[granularity]["metrics"][level][label]
+                    diff = mean - theirs
+                    differing += abs(diff) > 1e-12
+                    row = f"{granularity:<8} {level:<8} {label:<14} {len(ours):>4}"
+                    print(f"{row} {mean:>9.4f} {theirs:>9.4f} {diff:>+9.4f}")
+    return differing
+
+
+def locomo_recall(path: Path, conversations: int) -> None:
+    """Mean official LoCoMo recall of each ``locomo_rag`` mode on the first ``conversations`` samples."""
+    from pipeline.datasets.locomo import load_locomo
+    from pipeline.memory.locomo_rag import LocomoRagMemory
+    from pipeline.metrics.locomo_evidence import locomo_evidence_recall_official
+    from pipeline.report.retrieval_table import DialogueIds
+    from resources.embeddings import EmbeddingResource
+
+    encoder = EmbeddingResource().encoder(ROOT / "results/official_retrievers_bench/embeddings")
+    records = [r for r in load_locomo(path, "locomo") if r.question is not None]
+    haystacks = list(dict.fromkeys(r.question.haystack_id for r in records if r.question))[:conversations]
+    print(f"\nlocomo_rag on {path.name}: conversations {haystacks}, top_k 5, {encoder.model_name}")
+    print(f"{'mode':<12} {'entries':>7} {'questions':>9} {'recall (LoCoMo rule)':>21} {'seconds':>8}")
+    for mode in ("dialog", "observation", "summary"):
+        start, recalls, entries = time.perf_counter(), [], 0
+        for haystack in haystacks:
+            recs = [r for r in records if r.question and r.question.haystack_id == haystack]
+            sessions = {s.session.session_key: s for r in recs for s in r.sessions}
+            rows = sorted({h.position: h for r in recs for h in r.haystack}.values(), key=lambda h: h.position)
+            dialogue = DialogueIds(
+                {t.turn_id: t.source_id for s in sessions.values() for t in s.turns if t.source_id},
+                {h.session_key: "S" + h.source_session_id.removeprefix("session_") for h in rows},
+            )
+            memory = LocomoRagMemory({"mode": mode}, MemoryDeps(encoder=encoder))
+            for h in rows:
+                s = sessions[h.session_key]
+                memory.ingest_session(haystack, HaystackSession(h.position, s.session, s.turns))
+            entries += len(memory.units)
+            for r in recs:
+                assert r.question is not None
+                kept = [UnitRef(u.rank, u.session_key, u.turn_ids) for u in memory.retrieve(r.question).units]
+                recalls.append(
+                    locomo_evidence_recall_official(r.question.evidence_raw or (), dialogue.context_ids(kept))
+                )
+        seconds = time.perf_counter() - start
+        print(f"{mode:<12} {entries:>7} {len(recalls):>9} {float(np.mean(recalls)):>21.4f} {seconds:>8.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--limit", type=int, default=None, help="first N records only (the official column stays all)")
+    parser.add_argument("--locomo", type=int, default=0, help="also run locomo_rag on the first N LoCoMo conversations")
+    parser.add_argument("--locomo-data", type=Path, default=ROOT.parent / "shared/datasets/locomo10.json")
+    args = parser.parse_args()
+    figures = json.loads(FIGURES.read_text(encoding="utf-8"))
+    start = time.perf_counter()
+    values, n = measure(args.data, args.limit)
+    seconds = time.perf_counter() - start
+    official = figures["tables"]
+    print(f"flat_bm25 on {args.data.name}: {n} records, {seconds:.1f} s (load + 2 granularities)")
+    print(f"official averages over {official['turn']['n_questions']} questions "
+          f"({figures['header']['official_repository']} @ {figures['header']['official_commit'][:7]})")  # fmt: skip
+    differing = print_table(values, official)
+    print(f"values differing from the official table: {differing}")
+    if args.locomo:
+        locomo_recall(args.locomo_data, args.locomo)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""``flat_bm25``: LongMemEval's ``flat-bm25`` retriever as a memory system.
+
+Follows xiaowu0162/LongMemEval ``src/retrieval/run_retrieval.py`` (``process_item_flat_index`` for
+the corpus, ``run_flat_retrieval`` with ``retriever='flat-bm25'`` for the ranking): the corpus of
+pipeline.memory.flat_corpus, BM25Okapi over ``split(" ")`` tokens of documents and question
+(pipeline.memory.okapi), ranked by ``argsort(scores)[::-1]``. Rankings equal the official code's
+document for document (tests/test_flat_retrievers_parity.py, LongMemEval_S, both granularities).
+Each ranked unit carries its BM25 score in the ``bm25`` column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pydantic import Field
+
+from pipeline.memory.base import RetrievalResult
+from pipeline.memory.flat_corpus import FlatMemory, FlatParams
+from pipeline.memory.okapi import EPSILON, K1, B, OkapiIndex, argsort_order, tokenize
+from pipeline.records import QuestionRow
+
+KIND = "flat_bm25"
+PROTOCOL = "LongMemEval src/retrieval/run_retrieval.py flat-bm25 (rank_bm25 0.2.2 BM25Okapi, split(' ') tokens)"
+
+
+class FlatBm25Params(FlatParams):
+    k1: float = Field(default=K1, gt=0)
+    b: float = Field(default=B, ge=0, le=1)
+    epsilon: float = Field(default=EPSILON, ge=0)
+
+
+class FlatBm25Memory(FlatMemory):
+    """BM25 over the flat corpus; the index is built on the first question after a change."""
+
+    params_model = FlatBm25Params
+    kind = KIND
+    uses_encoder = False
+
+    def _changed(self) -> None:
+        self._index: OkapiIndex | None = None
+
+    def index(self) -> OkapiIndex:
+        if self._index is None:
+            p = self.params
+            assert isinstance(p, FlatBm25Params)
+            self._index = OkapiIndex.build([tokenize(u.text) for u in self.units], p.k1, p.b, p.epsilon)
+        return self._index
+
+    def ranking(self, question: str) -> list[tuple[int, float]]:
+        scores = self.index().scores(tokenize(question))
+        return [(i, float(scores[i])) for i in argsort_order(scores)]
+
+    def retrieve(self, question: QuestionRow) -> RetrievalResult:
+        """The flat result with each score in the ``bm25`` column (not ``semantic``)."""
+        result = super().retrieve(question)
+        units = tuple(replace(u, semantic=None, bm25=u.semantic) for u in result.units)
+        return replace(result, units=units)
+
+    def notes(self) -> dict[str, object]:
+        return {"protocol": PROTOCOL}
