@@ -62,6 +62,7 @@ from soak_counts import (  # noqa: E402 (benchmarks/soak_counts.py)
     Request,
     delivered_uncached,
     in_flight_at,
+    passed,
     requested_twice,
     rows_lost,
     step_of_line,
@@ -234,6 +235,7 @@ class Trigger:
         self.runs_before = len(_runs(instance))
         self.next_poll = 0.0
         self.detail = ""
+        self.passed = False  # a step after the target stage has logged
 
     def line(self, text: str) -> None:
         found = step_of_line(text, PREFIX)
@@ -242,6 +244,7 @@ class Trigger:
         step, message = found
         stage = STEP_STAGE[step]
         self.stage = stage
+        self.passed = self.passed or passed(step, self.plan.target)
         plan = self.plan
         plan.lines[stage] += 1
         if stage != plan.target or plan.k is not None:
@@ -259,7 +262,7 @@ class Trigger:
 
     def due(self) -> bool:
         plan, stage = self.plan, self.stage
-        if TARGETS.index(stage) > TARGETS.index(plan.target):
+        if self.passed:
             return True  # the target stage ended before its k-th step of progress: kill now
         if plan.target == "start":
             now = time.monotonic()

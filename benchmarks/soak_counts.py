@@ -83,6 +83,14 @@ def unexpected_ok(progress: Iterable[Mapping[str, object]], expected_failed: set
     return sum(1 for row in progress if row["partition_key"] in expected_failed and row["status"] == "done")
 
 
+def passed(step: str, target: str) -> bool:
+    """Whether a step that starts logging means the ``target`` stage is over. The retrieval report
+    needs only the retrievals, so Dagster may run it before the answers or the judgments."""
+    if step == "retrieval_report":
+        return TARGETS.index(target) <= TARGETS.index("retrieval")
+    return TARGETS.index(STEP_STAGE[step]) > TARGETS.index(target)
+
+
 def step_of_line(line: str, prefix: str) -> tuple[str, str] | None:
     """(step, message) of a Dagster log line of a step of config ``prefix``, else None."""
     marker = f" - {prefix}__"

@@ -17,6 +17,7 @@ from soak_counts import (
     Request,
     delivered_uncached,
     in_flight_at,
+    passed,
     requested_twice,
     rows_lost,
     step_of_line,
@@ -97,3 +98,19 @@ def test_table_lists_every_stage_and_figure() -> None:
     text = table([("answers", 3), ("report", 0)], {"rows lost": 0, "LLM replies requested twice": 1})
     assert "  answers" in text and "  report" in text
     assert text.splitlines()[-1].split() == ["LLM", "replies", "requested", "twice", "1"]
+
+
+@pytest.mark.parametrize(
+    ("step", "target", "over"),
+    [
+        ("retrieval_report", "answers", False),  # runs between answers and judgments
+        ("retrieval_report", "judgments", False),
+        ("retrieval_report", "retrieval", True),
+        ("judgments", "answers", True),
+        ("answers", "answers", False),
+        ("benchmark_report", "judgments", True),
+        ("canonical", "start", True),
+    ],
+)
+def test_which_step_means_the_target_stage_is_over(step: str, target: str, over: bool) -> None:
+    assert passed(step, target) is over
