@@ -45,6 +45,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,16 @@ class Entry:
     delivered: bool = False
 
 
+@dataclass(frozen=True)
+class Armed:
+    """A kill the server fires itself: at the ``nth`` request of ``kind`` (counted in the log)."""
+
+    kind: str
+    nth: int
+    phase: str  # "request" (at its arrival) or "reply" (once answered)
+    fire: Callable[[], None]
+
+
 class SoakServer(FakeOpenAIServer):
     """The fake server, spoiling a random share of requests (429 / 500 / a hang); logs every request."""
 
@@ -107,6 +118,23 @@ class SoakServer(FakeOpenAIServer):
         self.log: list[Entry] = []
         self.faults: Counter[str] = Counter()
         self._mine = threading.local()  # begin() and end() run on the same handler thread
+        self.armed: Armed | None = None
+
+    def arm(self, kind: str, nth: int, phase: str, fire: Callable[[], None]) -> None:
+        """Call ``fire`` (the kill) from the server itself when the ``nth`` next request of ``kind``
+        arrives (``phase`` "request": it is open at the kill) or has been answered ("reply")."""
+        with self.lock:
+            self.armed = Armed(kind, sum(1 for e in self.log if e.kind == kind) + nth, phase, fire)
+
+    def _fire(self, entry: Entry, phase: str) -> None:
+        with self.lock:
+            armed = self.armed
+            if armed is None or (armed.kind, armed.phase) != (entry.kind, phase):
+                return
+            if sum(1 for e in self.log[: entry.id + 1] if e.kind == entry.kind) != armed.nth:
+                return
+            self.armed = None
+        armed.fire()
 
     def begin(self, body: dict[str, Any], auth: str) -> tuple[Rule, Fault | None, dict[str, Any]]:
         rule, fault, message = super().begin(body, auth)
@@ -122,16 +150,14 @@ class SoakServer(FakeOpenAIServer):
             entry = Entry(len(self.log), key, kind, time.time(), delivered=fault is None)
             self.log.append(entry)
         self._mine.entry = entry
+        self._fire(entry, "request")
         return rule, fault, message
 
     def end(self) -> None:
         entry: Entry = self._mine.entry
         entry.end = time.time()
         super().end()
-
-    def count(self, kind: str) -> int:
-        with self.lock:
-            return sum(1 for e in self.log if e.kind == kind)
+        self._fire(entry, "reply")
 
     def request_log(self) -> list[Request]:
         with self.lock:
@@ -226,11 +252,28 @@ def _runs(instance: Any) -> list[Any]:
     return list(instance.get_runs())
 
 
+class Killer:
+    """SIGKILLs the run's process group once, from whichever thread asks first."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.lock = threading.Lock()
+        self.at: float | None = None
+
+    def __call__(self) -> None:
+        with self.lock:
+            if self.at is None:
+                self.at = time.time()
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+
 class Trigger:
     """Watches one run's progress and says when the kill is due."""
 
-    def __init__(self, plan: Plan, rng: random.Random, server: SoakServer, res: Path, instance: Any) -> None:
+    def __init__(self, plan: Plan, rng: random.Random, server: SoakServer, res: Path, instance: Any,
+                 killer: Killer) -> None:  # fmt: skip
         self.plan, self.rng, self.server, self.res, self.instance = plan, rng, server, res, instance
+        self.killer = killer
         self.stage = "start"  # the stage of the last step that logged
         self.runs_before = len(_runs(instance))
         self.next_poll = 0.0
@@ -256,8 +299,13 @@ class Trigger:
             plan.k = self.rng.randint(0, max((n or 0) - 1, 0))
             plan.base = _files(self.res / "parquet" / FILE_STAGES[stage])
         else:
-            plan.k = self.rng.randint(1, max(n or 0, 1)) if n else 0
-            plan.base = self.server.count("judge" if stage == "judgments" else "reader")
+            plan.k = self.rng.randint(1, n) if n else 0
+            phase = self.rng.choice(["request", "reply"])
+            if plan.k:
+                kind = "judge" if stage == "judgments" else "reader"
+                self.server.arm(kind, plan.k, phase, self.killer)
+            self.detail = f"at {phase} {plan.k} of {n} to compute"
+            return
         self.detail = f"{n} to compute" if n is not None else ""
 
     def due(self) -> bool:
@@ -280,16 +328,16 @@ class Trigger:
             written = sum(1 for name, t in now_files.items() if plan.base.get(name) != t)
             self.detail = f"{written} files written (k={plan.k}), " + self.detail.split(", ")[-1]
             return written >= plan.k
-        seen = self.server.count("judge" if stage == "judgments" else "reader") - plan.base
-        return seen >= plan.k
+        return plan.k == 0 or self.killer.at is not None  # the server fires the kill itself
 
 
 def _trial(env: dict[str, str], plan: Plan, rng: random.Random, server: SoakServer, folder: Path, instance: Any,
            log: Path, timeout_s: float) -> Trial:  # fmt: skip
     """One run, SIGKILLed when the trigger says so (or left to end if it ends first)."""
     before = len(server.log)
-    trigger = Trigger(plan, rng, server, folder / "res", instance)
     proc, lines = _start(env, log)
+    killer = Killer(proc)
+    trigger = Trigger(plan, rng, server, folder / "res", instance, killer)
     deadline = time.monotonic() + timeout_s
     ended = False
     while not ended and time.monotonic() < deadline:
@@ -303,12 +351,13 @@ def _trial(env: dict[str, str], plan: Plan, rng: random.Random, server: SoakServ
         trigger.line(item[1])
         if trigger.due():
             break
+    server.armed = None
     if ended:
         rc = proc.wait()
         return Trial(plan.target, trigger.stage, "ended first", len(server.log) - before, set(), None, "-", rc)
-    with server.lock:  # the requests open at the kill, as the server sees them
-        kill_at = time.time()
-        os.killpg(proc.pid, signal.SIGKILL)
+    killer()
+    kill_at = killer.at
+    assert kill_at is not None
     open_ids = in_flight_at(server.request_log(), kill_at)
     proc.wait()
     runs = _runs(instance)
@@ -357,9 +406,9 @@ def _checks(folder: Path, config: Path, server: SoakServer, excused: set[int], b
     }
 
 
-def _targets(rng: random.Random, n: int) -> list[str]:
+def _targets(rng: random.Random, n: int, only: list[str]) -> list[str]:
     """``n`` targets drawn by weight, in pipeline order (so each later trial still has work)."""
-    names = list(WEIGHTS)
+    names = only or list(WEIGHTS)
     drawn = rng.choices(names, weights=[WEIGHTS[s] for s in names], k=n)
     return sorted(drawn, key=TARGETS.index)
 
@@ -417,6 +466,7 @@ def main() -> None:
     parser.add_argument("--in-flight", type=float, default=5.0, help="s before a kill a reply may go uncached")
     parser.add_argument("--trial-timeout", type=float, default=900.0)
     parser.add_argument("--seed", type=int, default=24)
+    parser.add_argument("--only", nargs="*", default=[], choices=TARGETS, help="draw targets from these stages only")
     parser.add_argument("--keep", type=Path, default=None, help="use this folder (kept) instead of a temporary one")
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -430,7 +480,7 @@ def main() -> None:
     while len(trials) < args.trials:
         g += 1
         n = min(rng.randint(2, 3), args.trials - len(trials))
-        got, figures = _generation(g, _targets(rng, n), args, server, rng, base, len(trials))
+        got, figures = _generation(g, _targets(rng, n, args.only), args, server, rng, base, len(trials))
         trials += got
         totals.update(figures)
         requests += len(server.log)
