@@ -9,8 +9,9 @@ past the client's 2 s timeout, each with probability ``--fault-rate`` / 3.
 Kill moments follow real progress, never a clock (a loaded machine stretches every stage): each
 trial draws a target stage (start, canonical, embeddings, memory, retrieval, answers, judgments,
 report; weighted toward the LLM stages) and SIGKILLs the run's process group at a random point
-inside it: for answers / judgments when the fake server has received the k-th request of that
-stage (k uniform in 1..N, N the "to compute" count the stage logs at its start); for memory /
+inside it: for answers / judgments the fake server fires the kill itself when the k-th request of
+that stage arrives (open at the kill) or once it is answered (k uniform in 1..N, N the "to
+compute" count the stage logs at its start); for memory /
 retrieval when k of the stage's per-question files have been written; for canonical, embeddings
 and the reports after the k-th log line of the step; for start once the run exists in the Dagster
 instance but no step has logged. Trials come in generations: a fresh results folder and Dagster
