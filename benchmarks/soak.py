@@ -70,6 +70,7 @@ from soak_counts import (  # noqa: E402 (benchmarks/soak_counts.py)
     step_of_line,
     table,
     to_compute,
+    twice_pairs,
     unexpected_ok,
 )
 
@@ -359,8 +360,8 @@ def _trial(env: dict[str, str], plan: Plan, rng: random.Random, server: SoakServ
     killer()
     kill_at = killer.at
     assert kill_at is not None
-    open_ids = in_flight_at(server.request_log(), kill_at)
     proc.wait()
+    open_ids = in_flight_at(server.request_log()[before:], kill_at)  # the process is gone: no more arrive
     runs = _runs(instance)
     status = runs[0].status.value if runs else "no run"
     progress = trigger.detail or f"k={plan.k}"
@@ -393,6 +394,12 @@ def _checks(folder: Path, config: Path, server: SoakServer, excused: set[int], b
     for m in mismatches:
         print(f"    status mismatch: {m}", flush=True)
     requests = server.request_log()
+    kinds = {e.id: e.kind for e in server.log}
+    for first, again in twice_pairs(requests, excused):
+        print(f"    requested twice: {kinds[again.id]} {again.key[:12]}: request {first.id} answered at "
+              f"{first.end:.3f}, request {again.id} at {again.begin:.3f}", flush=True)  # fmt: skip
+    (folder / "requests.json").write_text(json.dumps(
+        {"requests": [vars(e) for e in server.log], "excused": sorted(excused)}))  # fmt: skip
     return {
         "rows lost": rows_lost(progress, {bad_key}),
         "rows duplicated": int(dup),

@@ -39,8 +39,9 @@ class Request:
 
 
 def in_flight_at(requests: Iterable[Request], kill: float) -> set[int]:
-    """Requests open at the kill: begun before it and not answered before it."""
-    return {r.id for r in requests if r.begin <= kill and (r.end is None or r.end > kill)}
+    """Requests in flight at the kill, from a log read once the killed process is gone: not
+    answered before the kill signal was sent (some arrive after it: SIGKILL is not instant)."""
+    return {r.id for r in requests if r.end is None or r.end > kill}
 
 
 def delivered_uncached(requests: Iterable[Request], kill: float, cached: Iterable[str], window_s: float) -> set[int]:
@@ -54,17 +55,24 @@ def delivered_uncached(requests: Iterable[Request], kill: float, cached: Iterabl
     }
 
 
-def requested_twice(requests: Sequence[Request], excused: set[int]) -> int:
-    """Requests for a key whose reply had already been delivered, by a request not ``excused``
-    (in flight at a kill): each such request is an LLM reply paid for twice."""
-    twice = 0
+def twice_pairs(requests: Sequence[Request], excused: set[int]) -> list[tuple[Request, Request]]:
+    """(first delivery, later request) for every request of a key whose reply had already been
+    delivered by a request not ``excused`` (in flight at a kill): a reply paid for twice."""
+    pairs = []
     for r in requests:
-        if any(
-            d.key == r.key and d.delivered and d.id not in excused and d.end is not None and d.end <= r.begin
-            for d in requests
-        ):
-            twice += 1
-    return twice
+        first = next(
+            (d for d in requests
+             if d.key == r.key and d.delivered and d.id not in excused and d.end is not None and d.end <= r.begin),
+            None,
+        )  # fmt: skip
+        if first is not None:
+            pairs.append((first, r))
+    return pairs
+
+
+def requested_twice(requests: Sequence[Request], excused: set[int]) -> int:
+    """How many requests asked for a reply already delivered (see ``twice_pairs``)."""
+    return len(twice_pairs(requests, excused))
 
 
 def rows_lost(progress: Iterable[Mapping[str, object]], expected_failed: set[str]) -> int:
