@@ -30,6 +30,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -314,7 +315,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         except ValueError:
-            self._send(400, {"error": {"message": "request body is not JSON"}})
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client killed mid-request
+                self._send(400, {"error": {"message": "request body is not JSON"}})
             return
         rule, fault, message = self.fake.begin(body, self.headers.get("Authorization", ""))
         try:
