@@ -227,3 +227,12 @@ def test_text_tool_calls_run_only_when_switched_on(server: FakeOpenAIServer, llm
     plain = [{"role": "system", "content": "Use tools."}, {"role": "user", "content": "What is the dog called?"}]
     off = run_tool_loop(llm, plain, [lookup_tool([])], LoopSettings(3))
     assert (off.answer, off.tool_calls) == (written, 0)
+
+
+def test_first_tool_names_the_tool_the_first_call_must_make(server: FakeOpenAIServer, llm: OpenAIChatClient) -> None:
+    server.add_script(QUESTION, [{"tool_calls": [tool_call("lookup", {"query": "dog"}, "c1")]},
+                                 {"content": "Biscuit"}])  # fmt: skip
+    result = run_tool_loop(llm, messages(), [lookup_tool([])], LoopSettings(3, first_tool="lookup"))
+    assert (result.answer, result.tool_calls) == ("Biscuit", 1)
+    choices = [r["tool_choice"] for r in server.requests]
+    assert choices == [{"type": "function", "function": {"name": "lookup"}}, "auto"]

@@ -115,6 +115,7 @@ class LoopSettings:
     temperature: float = 0.0
     max_tokens: int = 300
     text_tool_calls: bool = False  # read tool calls the server left in the reply's text (text_calls.py)
+    first_tool: str | None = None  # the first call must call this tool (tool_choice naming it)
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,10 @@ def _reject(reply: LLMReply, reason: str) -> None:
 
 
 def _call(llm: ChatClient, state: _State, specs: list[dict[str, Any]], settings: LoopSettings, final: bool) -> LLMReply:
-    params = {"tools": specs, "tool_choice": "none" if final else "auto"}
+    choice: Any = "none" if final else "auto"
+    if settings.first_tool and not state.steps and not final:  # OpenAI's form of "call this tool now"
+        choice = {"type": "function", "function": {"name": settings.first_tool}}
+    params = {"tools": specs, "tool_choice": choice}
     reply = llm.chat(
         state.messages,
         model=settings.model,
