@@ -3,6 +3,7 @@ LLM client and cache: steps recorded, cache replay, resume, and every way a mode
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -186,3 +187,52 @@ def test_tool_calls_count_only_when_tools_were_requested() -> None:
     assert parse_completion(body, tools_requested=True).tool_calls == ({"id": "c"},)
     with pytest.raises(MalformedReply, match="content is not text"):
         parse_completion(body)  # a plain reader never takes a tool-call reply for an empty answer
+
+
+# ---- tool calls written in the reply's text (llama-cpp-python's server with the GGUF template) ------
+TEXT_CALLS = [  # (reply text, the calls read from it as (name, arguments))
+    ('<tool_call>\n{"name": "lookup", "arguments": {"query": "dog"}}\n</tool_call>', [("lookup", {"query": "dog"})]),
+    ('{{"name": "lookup", "arguments": {"query": "dog", "k": 1}}}', [("lookup", {"query": "dog", "k": 1})]),
+    ('{"name": "lookup", "arguments": "{\\"query\\": \\"dog\\"}"}', [("lookup", {"query": "dog"})]),
+    ('<tool_call>{"name": "a", "arguments": {}}</tool_call>\n<tool_call>{"name": "b", "arguments": {"x": 1}}',
+     [("a", {}), ("b", {"x": 1})]),
+    ("Biscuit", []),
+    ('{"answer": "Biscuit"}', []),  # JSON, but not a call
+    ("<tool_call>not json</tool_call>", []),
+    ("", []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "expected"), TEXT_CALLS)
+def test_tool_calls_in_text(text: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
+    from pipeline.agentic.text_calls import tool_calls_in_text
+
+    calls = tool_calls_in_text(text, 2)
+    got = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls]
+    assert got == expected
+    assert [c["id"] for c in calls] == [f"text_call_2_{i}" for i in range(len(expected))]
+
+
+def test_text_tool_calls_run_only_when_switched_on(server: FakeOpenAIServer, llm: OpenAIChatClient) -> None:
+    written = '<tool_call>\n{"name": "lookup", "arguments": {"query": "dog name"}}\n</tool_call>'
+    server.add_script(QUESTION, [{"content": written}, {"content": "Biscuit"}])
+    calls: list[str] = []
+    result = run_tool_loop(llm, messages(), [lookup_tool(calls)], LoopSettings(3, text_tool_calls=True))
+    assert (result.answer, result.tool_calls, calls) == ("Biscuit", 1, ["dog name"])
+    sent = server.requests[1]["messages"]
+    assert sent[-2]["content"] == "" and sent[-2]["tool_calls"][0]["id"] == "text_call_0_0"
+    assert sent[-1] == {"role": "tool", "tool_call_id": "text_call_0_0", "content": FACTS["dog"]}
+    # off (the default): the same reply is the answer, as the server sent it
+    server.add_script("What is the dog called?", [{"content": written}])
+    plain = [{"role": "system", "content": "Use tools."}, {"role": "user", "content": "What is the dog called?"}]
+    off = run_tool_loop(llm, plain, [lookup_tool([])], LoopSettings(3))
+    assert (off.answer, off.tool_calls) == (written, 0)
+
+
+def test_first_tool_names_the_tool_the_first_call_must_make(server: FakeOpenAIServer, llm: OpenAIChatClient) -> None:
+    server.add_script(QUESTION, [{"tool_calls": [tool_call("lookup", {"query": "dog"}, "c1")]},
+                                 {"content": "Biscuit"}])  # fmt: skip
+    result = run_tool_loop(llm, messages(), [lookup_tool([])], LoopSettings(3, first_tool="lookup"))
+    assert (result.answer, result.tool_calls) == ("Biscuit", 1)
+    choices = [r["tool_choice"] for r in server.requests]
+    assert choices == [{"type": "function", "function": {"name": "lookup"}}, "auto"]

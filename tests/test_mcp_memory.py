@@ -73,7 +73,8 @@ def run_stage(cfg: BenchmarkConfig, stage: str, questions: list[Any], llm: Any =
 
 
 def memory_files(cfg: BenchmarkConfig) -> list[Path]:
-    return sorted((Path(cfg.results_dir) / "mcp").glob("*/*"))
+    """The servers' memory files (not the snapshots kept beside them: ``<file>.before.<session>``)."""
+    return sorted(p for p in (Path(cfg.results_dir) / "mcp").glob("*/*") if ".before." not in p.name)
 
 
 DOG = question("What is the name of Alice's dog?", "q1", 0)
@@ -150,11 +151,11 @@ def test_agent_driven_ingestion_with_the_servers_own_tools(tmp_path: Path) -> No
         assert row.status == "ok", row.error
         # the agent saw the server's tools (listed over MCP) and its call reached the server
         offered = [t["function"]["name"] for t in server.requests[0]["tools"]]
-        assert offered == ["remember", "recall"]
+        assert offered == ["remember", "note", "recall"]
         [file] = memory_files(cfg)
         assert json.loads(file.read_text()) == {"dog": {"text": "Alice's dog is Biscuit.", "session": "s0"}}
         lisbon = [r for r in server.requests if "week in Lisbon" in r["messages"][1]["content"]]
-        assert "error: unknown tool 'forget' (available: recall, remember)" in json.dumps(lisbon[-1]["messages"])
+        assert "error: unknown tool 'forget' (available: note, recall, remember)" in json.dumps(lisbon[-1]["messages"])
 
 
 DAGSTER_CONFIG = """

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.agentic.text_calls import tool_calls_in_text
 from pipeline.llm_cache import discard_reply
 from pipeline.llm_protocol import ChatClient, LLMReply
 
@@ -113,6 +114,8 @@ class LoopSettings:
     model: str | None = None
     temperature: float = 0.0
     max_tokens: int = 300
+    text_tool_calls: bool = False  # read tool calls the server left in the reply's text (text_calls.py)
+    first_tool: str | None = None  # the first call must call this tool (tool_choice naming it)
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,10 @@ def run_tool_loop(
     while True:
         final = state.used >= settings.max_steps
         reply = _call(llm, state, specs, settings, final)
-        if not reply.tool_calls:
+        calls = list(reply.tool_calls)
+        if not calls and settings.text_tool_calls:
+            calls = tool_calls_in_text(reply.text, len(state.steps))
+        if not calls:
             text = (reply.text or "").strip()
             state.steps.append(_step(len(state.steps), (), text, reply))
             return LoopResult(text, tuple(state.steps), state.capped or final, reply.model)
@@ -161,7 +167,7 @@ def run_tool_loop(
             _reject(reply, f"no answer within max_steps={settings.max_steps}: at step {len(state.steps)} the "
                     "model still called tools after being asked to answer (tool_choice 'none')")  # fmt: skip
         try:
-            _run_calls(reply, state, by_name, settings)
+            _run_calls(reply, calls, state, by_name, settings)
         except AgentLoopError as exc:
             _reject(reply, str(exc))
 
@@ -173,7 +179,10 @@ def _reject(reply: LLMReply, reason: str) -> None:
 
 
 def _call(llm: ChatClient, state: _State, specs: list[dict[str, Any]], settings: LoopSettings, final: bool) -> LLMReply:
-    params = {"tools": specs, "tool_choice": "none" if final else "auto"}
+    choice: Any = "none" if final else "auto"
+    if settings.first_tool and not state.steps and not final:  # OpenAI's form of "call this tool now"
+        choice = {"type": "function", "function": {"name": settings.first_tool}}
+    params = {"tools": specs, "tool_choice": choice}
     reply = llm.chat(
         state.messages,
         model=settings.model,
@@ -193,11 +202,16 @@ def _step(index: int, calls: tuple[ToolCallRecord, ...], text: str, reply: LLMRe
     )  # fmt: skip
 
 
-def _run_calls(reply: LLMReply, state: _State, tools: Mapping[str, Tool], settings: LoopSettings) -> None:
-    """Answer every tool call of ``reply`` (the protocol needs a tool message per call id)."""
+def _run_calls(
+    reply: LLMReply, calls: Sequence[Mapping[str, Any]], state: _State, tools: Mapping[str, Tool],
+    settings: LoopSettings,
+) -> None:
+    """Answer every tool call of ``reply`` (the protocol needs a tool message per call id); ``calls``
+    are its tool calls, or the ones written in its text (then the text is not sent back as well)."""
     index = len(state.steps)
-    parsed = [_parse_call(raw, index) for raw in reply.tool_calls]
-    state.messages.append({"role": "assistant", "content": reply.text or "", "tool_calls": [p[1] for p in parsed]})
+    parsed = [_parse_call(raw, index) for raw in calls]
+    content = (reply.text or "") if reply.tool_calls else ""
+    state.messages.append({"role": "assistant", "content": content, "tool_calls": [p[1] for p in parsed]})
     records = []
     for call_id, wire, arguments, problem in parsed:
         name = wire["function"]["name"]

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from pipeline.agentic.loop import AgentLoopError, LoopResult, LoopSettings, run_tool_loop
 from pipeline.agentic.prompts import agentic_fingerprint, question_prompt, system_prompt
-from pipeline.agentic.search import MemorySearch, MemoryUnavailable, search_tool
+from pipeline.agentic.search import SEARCH_TOOL, MemorySearch, MemoryUnavailable, search_tool
 from pipeline.config import BenchmarkConfig
 from pipeline.memory.base import RetrievedUnit
 from pipeline.readers.base import (
@@ -52,6 +52,10 @@ class AgenticReaderParams(ReaderParams):
     max_tool_errors: int = Field(default=3, ge=1)  # bad tool calls in a row before the unit fails
     default_k: int = Field(default=5, ge=1)  # search results when the model gives no k
     max_k: int = Field(default=20, ge=1)  # larger k are clipped
+    # read tool calls a server leaves in the text (llama-cpp-python's server; pipeline/agentic/text_calls.py)
+    text_tool_calls: bool = False
+    # the first step must search (tool_choice naming search_memory): for models that answer unseen
+    first_search: bool = False
 
 
 def _unit_ref(u: RetrievedUnit, rank: int) -> dict[str, Any]:
@@ -110,7 +114,7 @@ class AgenticReader:
         self.memory: MemorySearch = deps.memory
         self.settings = LoopSettings(
             self.params.max_steps, self.params.max_tool_errors, self.params.model, self.params.temperature,
-            self.params.max_tokens,
+            self.params.max_tokens, self.params.text_tool_calls, SEARCH_TOOL if self.params.first_search else None,
         )  # fmt: skip
 
     @classmethod

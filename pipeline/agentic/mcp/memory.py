@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
 import weakref
@@ -38,7 +39,7 @@ from pydantic import Field, model_validator
 
 from pipeline.agentic.agent_memory import AGENT_SESSION_TEMPLATE, op_units, session_messages
 from pipeline.agentic.loop import AgentLoopError, LoopSettings, Tool, ToolResult, run_tool_loop
-from pipeline.agentic.mcp.spec import DATA_SUBDIR, McpCallFailed, ServerSpec, data_file
+from pipeline.agentic.mcp.spec import DATA_SUBDIR, McpCallFailed, ServerSpec, data_file, safe_name
 from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult, turn_unit_text
 from pipeline.memory.context import ORDER_RANK, format_date, ranked_result
@@ -151,6 +152,7 @@ class McpMemory:
         self.haystack_id: str | None = None
         self.client: McpClient | None = None
         self.restored = False
+        self.first_session = True  # the next ingest_session is this object's first
 
     # ---- the server ---------------------------------------------------------------------------
     def _file(self) -> Path:
@@ -174,10 +176,13 @@ class McpMemory:
 
     # ---- ingestion ----------------------------------------------------------------------------
     def ingest_session(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:
-        if self.haystack_id is None:
-            self.haystack_id = haystack_id
-            if not self.restored:  # ingestion starts over: the server's memory file starts empty
-                self._file().unlink(missing_ok=True)
+        first = self.first_session
+        self.haystack_id = self.haystack_id or haystack_id
+        self.first_session = False
+        if first and not self.restored:  # ingestion starts over: the server's memory file starts empty
+            self._file().unlink(missing_ok=True)
+        if self.params.url is None:  # the memory file is ours: keep it as it was before this session
+            self._before_session(session.session.session_key, resumed=first and self.restored)
         if not session.turns:
             return []
         if self.params.ingest == "agent":
@@ -201,6 +206,33 @@ class McpMemory:
             self.items[key] = unit
             added.append(unit)
         return added
+
+    def _snapshot(self, session_key: str) -> Path:
+        file = self._file()
+        return file.with_name(f"{file.name}.before.{safe_name(session_key)}")
+
+    def _before_session(self, session_key: str, resumed: bool) -> None:
+        """Snapshot the server's memory file as it is before this session (tagged with the session).
+
+        Why: the ingestion checkpoint is written after a session, the server writes its file during
+        it. When a resumed ingestion starts at the session an interrupted run had begun (its snapshot
+        is there), the file is put back as it was before that session, so the session's tool calls are
+        applied once even by a server that stores a resent item again. A snapshot of an earlier
+        session means the run stopped between sessions: the file already matches the checkpoint.
+        """
+        file, snap = self._file(), self._snapshot(session_key)
+        if resumed and snap.exists():
+            if self.client is not None:  # a server reads its file at start: none may be running
+                self.client.close()
+            blob = snap.read_bytes()
+            if blob[:1] == b"1":
+                _write_atomic(file, blob[1:])
+            else:
+                file.unlink(missing_ok=True)
+        _write_atomic(snap, b"1" + file.read_bytes() if file.exists() else b"0")
+        for old in file.parent.glob(f"{file.name}.before.*"):
+            if old != snap:
+                old.unlink(missing_ok=True)
 
     def _agent_session(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:
         client = self._client()
@@ -239,6 +271,13 @@ class McpMemory:
             hits.append((unit, 1.0 / (i + 1)))
         notes = {"server": self._spec().describe(), "search_tool": self.params.search_tool, "results": len(hits)}
         return ranked_result(hits, self.params.token_budget, ORDER_RANK, {}, notes)
+
+
+def _write_atomic(path: Path, blob: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(blob)
+    os.replace(tmp, path)
 
 
 def _forward(client: McpClient, name: str, description: str, schema: Mapping[str, Any]) -> Tool:

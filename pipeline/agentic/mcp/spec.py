@@ -29,10 +29,14 @@ class ServerSpec:
         return self.url or " ".join(self.command)
 
 
+def safe_name(name: str) -> str:
+    """``name`` usable as (part of) a file name."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
 def data_file(root: Path, key: str, haystack_id: str, suffix: str) -> Path:
     """The server's memory file of one (system, haystack)."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in haystack_id)
-    return root / key / f"{safe}{suffix}"
+    return root / key / f"{safe_name(haystack_id)}{suffix}"
 
 
 def mcp_data_dir(store: ResultStore) -> str:
