@@ -198,6 +198,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.html is not None:
         path = compare.write_html(result, Path(args.html) if args.html else compare.default_html_path(result))
         sys.stdout.write(f"\nwritten: {path}\n")
+        if path.resolve().parent == (run_b / compare.COMPARE_DIR).resolve() and (run_b / "report.html").exists():
+            from pipeline.report.refresh import refresh_report_files  # the report links the page now, not next run
+
+            sys.stdout.write(f"report linking it: {refresh_report_files(ResultStore(results_dir=str(run_b)))}\n")
     return 0
 
 
