@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -213,5 +214,9 @@ def test_backfill_with_failed_questions_is_not_a_success(
         meta = _entries(mat)
         assert meta["status"] == "ok" and meta["question"] == RECOVERS[1] and meta["units_failed"] == 0
     finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=60)
+        os.killpg(proc.pid, signal.SIGTERM)  # dagster dev and the webserver, daemon and code server it started
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
