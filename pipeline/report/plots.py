@@ -7,10 +7,11 @@ in any browser, years later; a few static plots with error bars say what matters
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import textwrap
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 import matplotlib
 
@@ -27,10 +28,22 @@ Row = dict[str, Any]
 # row, never scaled down at 1280 px), so 11 pt text at 100 dpi is ~15 px on screen.
 DPI = 100
 MAX_WIDTH_IN = 8.6  # plus the legend beside it: under 1,170 px
-plt.rcParams.update(
-    {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10, "ytick.labelsize": 10,
-     "legend.fontsize": 10}
-)  # fmt: skip
+STYLE: dict[str, Any] = {
+    "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10, "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+}  # fmt: skip
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def styled(fn: F) -> F:
+    """``fn`` draws under the report's text sizes (set per chart, matplotlib's global settings untouched)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with plt.rc_context(STYLE):  # type: ignore[arg-type]
+            return fn(*args, **kwargs)
+
+    return cast(F, wrapper)
 
 
 def to_base64_png(fig: Figure) -> str:
@@ -57,6 +70,7 @@ def _yerr(row: Row) -> tuple[float, float]:
     return max(0.0, value - lo), max(0.0, hi - value)
 
 
+@styled
 def accuracy_by_type(rows: Sequence[Row], title: str) -> str:
     """Grouped bars: one group per question type, one bar per system/reader, Wilson 95 % error bars."""
     types = sorted({type_label(r) for r in rows})
@@ -86,6 +100,7 @@ def accuracy_by_type(rows: Sequence[Row], title: str) -> str:
     return to_base64_png(fig)
 
 
+@styled
 def context_figure(rows: Sequence[Row], title: str) -> Figure:
     """One point per system/reader: mean context tokens (x) vs the metric (y) with Wilson bars;
     each point labelled with its system, labels moved apart until none overlaps another."""
@@ -139,6 +154,7 @@ def ks_in(rows: Sequence[Row], metric: str) -> list[int]:
     )
 
 
+@styled
 def recall_at_k(rows: Sequence[Row], metric: str, title: str) -> str:
     """A retrieval metric against k (one line per system), all question types pooled."""
     ks = ks_in(rows, metric)
