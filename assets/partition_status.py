@@ -1,43 +1,86 @@
-"""Per-question Dagster partition status from a stage's outcome.
+"""Per-question Dagster partition status and metadata from a stage's outcome.
 
-Why by hand: in Dagster 1.13 one step materializes its whole partition range at once (one output
-= every partition of the run), and a partition shows as Failed only when its latest
-materialization attempt (an ``ASSET_MATERIALIZATION_PLANNED`` event for that partition) has no
-materialization after it and its run failed. A stage step therefore yields its output (every
-question of the range: done ones are Materialized) and then records a new attempt for each
-question that failed; the run's last step fails the run when any question failed
-(assets/run_gate.py), so exactly those questions show as Failed, in the same run in which the
-others show as Materialized. The next run that succeeds for a question materializes it again.
-No public Dagster API reports such an attempt: the private names come from resources/dagster_internals.py.
+Why by hand: in Dagster 1.13 a step's output covers its whole partition range, and yielding it
+materializes every partition of the range with the same (whole-run) metadata; there is no public
+way to report that some partitions of a range failed (dagster-io/dagster#17836). A failed
+question would then read "Materialized" on its partition page, and a backfill whose runs left
+questions failed would end ``COMPLETED_SUCCESS``: the backfill daemon counts as failed only the
+partitions its failed runs planned and did not materialize.
+
+So a stage step yields its output (later stages of the run need it) with Dagster's own marker
+for "this step logged its asset events itself", and logs them itself, as one batch:
+
+- each question that ended ok: a materialization of its partition with that question's metadata;
+- each failed question: no materialization, and an observation of its partition carrying its
+  status and error. The run's planned event for that partition stays without materialization;
+  the run's last step fails the run (assets/run_gate.py), so Dagster shows exactly those
+  partitions Failed ("Run ... failed, and did not materialize this asset" on the partition page),
+  and a backfill ends ``COMPLETED_FAILED``.
+
+The next run that succeeds for a question materializes it. The private names come from
+resources/dagster_internals.py.
 """
 
-from collections.abc import Iterable
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import dagster as dg
 
+from pipeline.question_driver import StageOutcome
 from resources.dagster_internals import (
-    AssetMaterializationPlannedData,
+    EVENTS_LOGGED_BY_STEP,
     DagsterEvent,
     DagsterEventBatchMetadata,
     generate_event_batch_id,
 )
 
+MAX_ERROR_CHARS = 4000
 
-def mark_failed(context: dg.AssetExecutionContext, asset_key: dg.AssetKey, keys: Iterable[str]) -> int:
-    """Record a materialization attempt without materialization for each failed question.
+# the output metadata that stops Dagster from materializing the whole range on its own
+OUTPUT_MARKER: Mapping[str, Any] = {EVENTS_LOGGED_BY_STEP: True}
 
-    The events go out as one batch (stored at once when the instance batches, resources/event_log.py).
+
+def question_metadata(key: str, outcome: StageOutcome) -> dict[str, Any]:
+    """What the partition page of question ``key`` shows for this stage and run."""
+    ok, failed = outcome.units_by_key.get(key, (0, 0))
+    error = outcome.failed.get(key)
+    meta: dict[str, Any] = {
+        "status": "failed" if error is not None else "ok",
+        "question": key,
+        "computed_in_this_run": key in outcome.units_by_key,
+        "units_ok": ok,
+        "units_failed": failed,
+        "run_questions": outcome.keys_total,
+        "run_failed_questions": len(outcome.failed),
+    }
+    if error is not None:
+        meta["error"] = dg.MetadataValue.text(error[:MAX_ERROR_CHARS])
+        meta["next_step"] = "retried by the next run; `membench failed` lists it with the command that re-runs it"
+    return meta
+
+
+def report_questions(
+    context: dg.AssetExecutionContext, asset_key: dg.AssetKey, keys: Sequence[str], outcome: StageOutcome
+) -> tuple[int, int]:
+    """Log one materialization per ok question and one observation per failed question, in one batch.
+
+    Returns (materialized, failed). Called after the step yielded its output with OUTPUT_MARKER.
     """
-    step_key = context.get_step_execution_context().step.key
-    partitions = list(keys)
+    step = context.get_step_execution_context()
     batch_id = generate_event_batch_id()
-    for i, partition in enumerate(partitions):
-        event = DagsterEvent.build_asset_materialization_planned_event(
-            context.run.job_name, step_key, AssetMaterializationPlannedData(asset_key, partition=partition)
-        )
-        batch = DagsterEventBatchMetadata(batch_id, i == len(partitions) - 1)
-        context.instance.report_dagster_event(event, run_id=context.run.run_id, batch_metadata=batch)
-    return len(partitions)
+    last = len(keys) - 1
+    for i, key in enumerate(keys):
+        meta = question_metadata(key, outcome)
+        batch = DagsterEventBatchMetadata(batch_id, i == last)
+        if key in outcome.failed:
+            observation = dg.AssetObservation(asset_key, partition=key, metadata=meta, description="question failed")
+            DagsterEvent.asset_observation(step, observation, batch)
+        else:
+            DagsterEvent.asset_materialization(
+                step, dg.AssetMaterialization(asset_key, partition=key, metadata=meta), batch
+            )
+    failed = sum(k in outcome.failed for k in keys)
+    return len(keys) - failed, failed
 
 
 def run_keys(context: dg.AssetExecutionContext) -> list[str]:

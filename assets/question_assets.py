@@ -3,14 +3,16 @@
 ingestion -> retrievals -> answers -> judgments, each its own asset and step, each partitioned by
 question (static partitions of the config, known when the definitions load: see
 pipeline/datasets/keys.py), each with two asset checks: ``stage_rows`` (the rows written in this
-run satisfy pipeline/row_checks.py) and ``no_failed_units`` (WARN; its metadata lists the failed
-questions and their errors). A step yields its output for the whole partition range, then marks
-the questions that failed (assets/partition_status.py); the run's last step fails the run when any
-question failed (assets/run_gate.py). The stage logic lives in pipeline/; the runners in
-assets/ingestion.py, retrieval.py, answers.py, judgments.py wire resources to it.
+run satisfy pipeline/row_checks.py) and ``no_failed_units`` (a step of its own after the stage:
+lists the failed questions with their errors and fails the run when there are any). A step yields
+its output for the whole partition range, then materializes each question that ended ok with its
+own metadata and leaves each failed question unmaterialized with an observation carrying its error
+(assets/partition_status.py). The run's last step logs the run's summary (assets/run_gate.py).
+The stage logic lives in pipeline/; the runners in assets/ingestion.py, retrieval.py, answers.py,
+judgments.py wire resources to it.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +24,11 @@ from assets.clients import StageClients
 from assets.ingestion import run_ingestion
 from assets.judgments import run_judgments
 from assets.layout import key
-from assets.partition_status import mark_failed, run_keys
+from assets.partition_status import OUTPUT_MARKER, report_questions, run_keys
 from assets.retrieval import run_retrievals
 from assets.run_claim import check_scope
-from assets.run_gate import finish_run
+from assets.run_console import questions_failed
+from assets.run_gate import finish_run, run_partition_keys
 from pipeline.config_resolve import ResolvedConfig
 from pipeline.question_driver import StageOutcome
 from pipeline.row_checks import CHECKED_COLUMNS, check_rows
@@ -117,19 +120,56 @@ def _rows_check(store: ResultStore, stage: str, asset_key: dg.AssetKey, written:
     )
 
 
-def _failed_check(asset_key: dg.AssetKey, outcome: StageOutcome) -> dg.AssetCheckResult:
-    listed = [{"question": k, "error": e} for k, e in sorted(outcome.failed.items())[:MAX_LISTED]]
-    return dg.AssetCheckResult(
-        asset_key=asset_key,
-        check_name=CHECK_NO_FAILED,
-        passed=not outcome.failed,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata={
-            "failed_questions": len(outcome.failed),
-            "failed": dg.MetadataValue.md(_markdown(listed)),
-            **({"stopped": outcome.stopped} if outcome.stopped else {}),
-        },
+FAILED_SQL = """
+SELECT partition_key, errors FROM progress
+WHERE stage = $stage AND status = 'failed' AND partition_key IN (SELECT unnest($keys))
+ORDER BY partition_key
+"""
+
+
+def failed_questions(store: ResultStore, stage: str, keys: list[str]) -> list[tuple[str, str]]:
+    """(key, error) of the run's questions that the progress view calls failed in ``stage``."""
+    if not keys:
+        return []
+    with store.reader() as con:
+        if "progress" not in {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}:
+            return []
+        rows = con.execute(FAILED_SQL, {"stage": stage, "keys": keys}).fetchall()
+    return [(str(k), str(e or "failed")) for k, e in rows]
+
+
+def build_failed_check(prefix: str, sd: StageDef, partitions_def: dg.PartitionsDefinition) -> dg.AssetChecksDefinition:
+    """The stage's ``no_failed_units`` check: its own step, after the stage, failing when questions failed.
+
+    Why a step of its own: a run with failed questions must fail (Dagster then shows exactly those
+    partitions Failed, a backfill ends COMPLETED_FAILED, ``dagster job execute`` exits 1), and the
+    failed step should be the stage that lost them, not the report. A stage step that raised would
+    stop every later stage of the run; this check step fails alone, later stages go on.
+    """
+
+    # a generator check (its result is recorded, then the step fails); Dagster's hint names a single result
+    @dg.asset_check(  # type: ignore[arg-type]
+        asset=key(prefix, sd.name),
+        name=CHECK_NO_FAILED,
+        description=f"no question of the run failed in {sd.name} (fails the run, lists the failed questions)",
     )
+    def _check(context: dg.AssetCheckExecutionContext, store: ResultStoreResource) -> Iterator[dg.AssetCheckResult]:
+        keys = run_partition_keys(context, partitions_def)
+        failed = failed_questions(store.store(), sd.name, keys)
+        listed = [{"question": k, "error": e} for k, e in failed[:MAX_LISTED]]
+        yield dg.AssetCheckResult(
+            passed=not failed,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata={
+                "questions": len(keys),
+                "failed_questions": len(failed),
+                "failed": dg.MetadataValue.md(_markdown(listed)),
+            },
+        )
+        if failed:
+            raise questions_failed(sd.name, len(keys), failed)
+
+    return _check
 
 
 def _metadata(outcome: StageOutcome, store: ResultStore, extra: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +208,6 @@ def build_stage_asset(
         description=sd.description,
         check_specs=[
             dg.AssetCheckSpec(CHECK_ROWS, asset=asset_key, description="rows written in this run: status/error rules"),
-            dg.AssetCheckSpec(CHECK_NO_FAILED, asset=asset_key, description="no question of the run failed (WARN)"),
         ],
     )
     def _stage(
@@ -185,9 +224,13 @@ def build_stage_asset(
         keys = run_keys(context)
         outcome, extra = sd.runner(context, bench, results, keys, StageClients(embeddings, llm, judge_llm))
         results.refresh_catalog()
-        checks = [_rows_check(results, sd.name, asset_key, outcome.written), _failed_check(asset_key, outcome)]
-        yield dg.MaterializeResult(metadata=_metadata(outcome, results, extra), check_results=checks)
-        mark_failed(context, asset_key, sorted(outcome.failed))
+        checks = [_rows_check(results, sd.name, asset_key, outcome.written)]
+        # the output marks its asset events as logged here: per question, ok ones materialized, failed ones not
+        yield dg.MaterializeResult(
+            metadata={**_metadata(outcome, results, extra), **OUTPUT_MARKER}, check_results=checks
+        )
+        materialized, failed = report_questions(context, asset_key, keys, outcome)
+        context.log.info(f"{sd.name}: {materialized} questions materialized, {failed} failed (not materialized)")
         if outcome.stopped:
             context.log.error(outcome.stopped)
         finish_run(context, results, partitions_def, [d.name for d in bench.config.datasets])
@@ -198,5 +241,6 @@ def build_stage_asset(
 def build_stage_assets(
     prefix: str, partitions_def: dg.PartitionsDefinition, backfill_policy: dg.BackfillPolicy
 ) -> list[dg.AssetsDefinition]:
-    """The four stage assets of config ``prefix``, in pipeline order."""
-    return [build_stage_asset(prefix, sd, partitions_def, backfill_policy) for sd in STAGE_DEFS]
+    """The four stage assets of config ``prefix``, in pipeline order, then their ``no_failed_units`` checks."""
+    assets = [build_stage_asset(prefix, sd, partitions_def, backfill_policy) for sd in STAGE_DEFS]
+    return [*assets, *(build_failed_check(prefix, sd, partitions_def) for sd in STAGE_DEFS)]

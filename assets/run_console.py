@@ -1,20 +1,68 @@
-"""What the terminal shows last when a run ends with failed questions: the summary and what to do next.
+"""What the terminal shows when a run ends with failed questions: no stack trace, and last the
+summary and what to do next.
 
-Why: the run gate (assets/run_gate.py) fails a run with failed questions on purpose, so Dagster
-shows them as Failed and ``dagster job execute`` exits 1; Dagster's own last line is then
-``Error: Run ... resulted in failure.``. Under ``dagster job execute`` (and ``dagster asset
-materialize``, ``dg launch``) the run's summary line and the command that lists the failed
-questions are printed at process exit, so they are the last lines the user reads.
+Why: a run with failed questions fails on purpose (each stage's ``no_failed_units`` check step,
+assets/question_assets.py), so Dagster shows them as Failed and ``dagster job execute`` exits 1.
+Dagster's console logger prints every step failure with its stack trace, and then the run failure
+with the same trace again: ~40 lines of Dagster frames for a failure that is no bug. Under
+``dagster job execute`` (and ``dagster asset materialize``, ``dg launch``):
+
+- the console lines of that deliberate failure keep their message and lose the trace (the
+  run's event log, which the UI shows, keeps everything; any other error keeps its trace);
+- the run's summary line and the command that lists the failed questions are printed at process
+  exit, after Dagster's ``Error: Run ... resulted in failure.``, so they are the last lines read.
 """
 
 from __future__ import annotations
 
 import atexit
 import sys
+from typing import Any, TextIO
+
+import dagster as dg
 
 from pipeline.commands import config_selection
 from pipeline.config import config_path_from_env
 from pipeline.entry_errors import in_dagster_run_command
+
+MARK = "questions of this run failed"
+TRACE = "\n\nStack Trace:\n"
+RESET = "\x1b[0m"
+
+
+def questions_failed(stage: str, n_keys: int, failed: list[tuple[str, str]]) -> dg.Failure:
+    """The failure of a stage's check step: how many questions failed, one example, what happens next."""
+    key, error = failed[0]
+    _quiet_console()
+    return dg.Failure(
+        f"{stage}: {len(failed)} of {n_keys} {MARK} (recorded with their errors, not scored; retried by the next "
+        f"run; `membench failed` lists them). First: {key}: {error[:300]}",
+        metadata={"failed_questions": len(failed)},
+    )
+
+
+class _NoTraceForFailedQuestions:
+    """sys.stderr, except that a console line of the failed-questions failure loses its stack trace.
+
+    Dagster's console handler looks sys.stderr up for every record, and writes a record at once.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if MARK in text and TRACE in text:
+            head, _, tail = text.partition(TRACE)
+            text = head.rstrip("\n") + (RESET if RESET in tail else "") + "\n"  # a coloured line stays closed
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _quiet_console() -> None:
+    if in_dagster_run_command() and not isinstance(sys.stderr, _NoTraceForFailedQuestions):
+        sys.stderr = _NoTraceForFailedQuestions(sys.stderr)
 
 
 def say_at_exit(summary: str, report: str | None) -> None:

@@ -1,12 +1,14 @@
-"""The end of every run: one summary line, a fresh report, and a failed run when questions failed.
+"""The end of every run: one summary line and a fresh report.
 
 Why at the run's last step and not in each stage: a stage that raises stops every later stage of
 the run, so one failed answer would leave 499 good answers unjudged. Stages record failures and go
 on; the last step of the run (whichever asset the run selected comes last in pipeline order) reads
 the run's questions back from the ``progress`` view, refreshes report.html when the run did not
-include the report asset, logs one line with the failed questions per stage, and fails the run
-when any failed. A failed run is what makes Dagster show exactly those partitions as Failed
-(assets/partition_status.py), and what makes ``dagster job execute`` exit non-zero.
+include the report asset, and logs one line with the failed questions per stage (printed last in
+the terminal, assets/run_console.py). The run fails through each stage's ``no_failed_units``
+check step when questions failed (assets/question_assets.py); this step fails it only when a
+dataset of the run failed to load. A failed run is what makes Dagster show exactly the failed
+partitions as Failed (assets/partition_status.py), and ``dagster job execute`` exit non-zero.
 """
 
 from collections.abc import Sequence
@@ -48,7 +50,9 @@ def is_last_step(context: dg.AssetExecutionContext) -> bool:
     return max(PIPELINE_ORDER.index(s) for s in steps) <= PIPELINE_ORDER.index(current)
 
 
-def run_partition_keys(context: dg.AssetExecutionContext, partitions_def: dg.PartitionsDefinition) -> list[str]:
+def run_partition_keys(
+    context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext, partitions_def: dg.PartitionsDefinition
+) -> list[str]:
     """The question keys this run covers, from its tags (works in unpartitioned steps too)."""
     tags = context.run.tags
     if PARTITION_TAG in tags:
@@ -122,13 +126,18 @@ def finish_run(
     failed = failed_by_stage(store, stages, keys)
     line = summary_line(len(keys), stages, failed)
     bad_datasets = failed_datasets(store, datasets, keys, partitions_def)
-    if any(n for n, _ in failed.values()) or bad_datasets:
+    report = str(store.root / "report.html") if (store.root / "report.html").exists() else None
+    if bad_datasets:  # no question of such a dataset may be known: this step fails the run
         examples = "; ".join([*bad_datasets, *(f"{s}: {ex}" for s, (n, ex) in failed.items() if n)])
-        say_at_exit(line, str(store.root / "report.html") if (store.root / "report.html").exists() else None)
+        say_at_exit(line, report)
         raise dg.Failure(
-            f"{line}. The run fails because questions failed, not this step (its report was written). "
+            f"{line}. The run fails because a dataset failed to load, not this step (its report was written). "
             f"Examples: {examples}. The failed questions are recorded with their errors "
             "(`membench failed`) and are retried by the next run.",
             metadata={f"failed_{s}": failed.get(s, (0, ""))[0] for s in stages},
         )
+    if any(n for n, _ in failed.values()):  # each stage's no_failed_units check step fails the run
+        say_at_exit(line, report)
+        context.log.warning(line)
+        return
     context.log.info(line)

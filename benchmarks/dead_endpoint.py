@@ -84,8 +84,13 @@ def _config(folder: Path, base_url: str) -> Path:
 
 
 def _stage_meta(result: dg.ExecuteInProcessResult, stage: str) -> dict[str, Any]:
-    event = next(m for m in result.get_asset_materialization_events() if m.asset_key.path[-1] == stage)
-    return {k: v.value for k, v in event.materialization.metadata.items()}
+    """The stage step's run-level metadata: its output's (each question's materialization has its own)."""
+    for e in result.all_events:
+        if e.event_type == dg.DagsterEventType.STEP_OUTPUT and (e.step_key or "").endswith(f"__{stage}"):
+            meta = {k: v.value for k, v in e.step_output_data.metadata.items()}
+            if "computed" in meta:  # the asset's output, not one of its checks'
+                return meta
+    raise LookupError(f"no output of stage {stage}")
 
 
 def measure(name: str, endpoint: Any) -> None:

@@ -24,6 +24,12 @@ from pipeline.commands import materialize_one, run_all
 from pipeline.config import ConfigError, load_config
 from pipeline.store import STAGE_TABLES, ResultStore
 
+HELP = """membench: the results of a benchmark config, from any folder: where they are, progress per
+stage, the failed questions with the commands that re-run them, SQL over the result views, the
+catalog's columns, and paired comparisons of runs.
+
+Run the benchmark itself with `dagster job execute -j full_benchmark` (README). A mistake here
+(a missing config, no results yet, a bad query) ends in one line on stderr and exit status 2."""
 EXAMPLE_SQL = "SELECT dataset, stage, done, failed, missing FROM progress_summary"
 STAGES: tuple[str, ...] = ("canonical", *STAGE_TABLES)
 USER_ERROR = 2
@@ -192,6 +198,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.html is not None:
         path = compare.write_html(result, Path(args.html) if args.html else compare.default_html_path(result))
         sys.stdout.write(f"\nwritten: {path}\n")
+        if path.resolve().parent == (run_b / compare.COMPARE_DIR).resolve() and (run_b / "report.html").exists():
+            from pipeline.report.refresh import refresh_report_files  # the report links the page now, not next run
+
+            sys.stdout.write(f"report linking it: {refresh_report_files(ResultStore(results_dir=str(run_b)))}\n")
     return 0
 
 
@@ -252,7 +262,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="membench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="membench", description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="benchmark config YAML (default: $MEMBENCH_CONFIG or configs/sample.yaml)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("results", help="where the results are, a SQL query to look at them, headline table")

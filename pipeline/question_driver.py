@@ -181,6 +181,7 @@ class StageOutcome:
     failed: dict[str, str] = field(default_factory=dict)  # key -> first error
     stopped: str | None = None  # why the stage stopped early (dead endpoint)
     written: list[str] = field(default_factory=list)  # keys whose file this run wrote
+    units_by_key: dict[str, tuple[int, int]] = field(default_factory=dict)  # key -> (units ok, failed) this run
     files_read: int = 0  # stored partition files opened to find what is done (the index saves the rest)
     seconds: float = 0.0
     preview: list[dict[str, Any]] = field(default_factory=list)
@@ -294,6 +295,7 @@ class QuestionStage:
         ok = sum(r.status == STATUS_OK for r in results)
         o.units_ok += ok
         o.units_failed += len(results) - ok
+        o.units_by_key[item.partition_key] = (ok, len(results) - ok)
         error = _first_failure(self.stored.rows[item.partition_key])
         if error is not None:
             o.failed[item.partition_key] = error

@@ -13,17 +13,21 @@ Each name below says who uses it, why no public API does, and which public API w
 
 from __future__ import annotations
 
-# ---- per-question Failed status (assets/partition_status.py) ------------------------------------
-# A stage step yields one output for its whole partition range; marking single questions of that
-# range Failed needs a materialization attempt without a materialization per question, i.e. an
-# ASSET_MATERIALIZATION_PLANNED event reported for one partition. Dagster 1.13 has no public way to
-# report one (``context.log_event`` accepts AssetMaterialization / AssetObservation / check
-# results, not planned events). Replace with a public per-partition failure API when Dagster has
-# one (e.g. a partial-range success on MaterializeResult), then delete these four names.
+# ---- per-question status and metadata (assets/partition_status.py) -------------------------------
+# A stage step yields one output for its whole partition range; Dagster then materializes every
+# partition of the range with the run's metadata, failed questions included (no public per-partition
+# result: dagster-io/dagster#17836). The step's output carries the metadata key with which Dagster
+# marks an output whose asset events the step logged itself (Dagster sets it for source-asset
+# observations), so no event is generated for the range; the step logs one materialization per ok
+# question and one observation per failed question, as one batch through the step's own logger.
+# Replace with a public per-partition result (e.g. a partition on MaterializeResult) when Dagster
+# has one, then delete these four names.
+from dagster._core.definitions.source_asset import (
+    SYSTEM_METADATA_KEY_SOURCE_ASSET_OBSERVATION as EVENTS_LOGGED_BY_STEP,  # output: "events logged by the step"
+)
 from dagster._core.events import (
-    AssetMaterializationPlannedData as AssetMaterializationPlannedData,  # payload of the planned event
-    DagsterEvent as DagsterEvent,  # public as dg.DagsterEvent, but its planned-event builder is not documented
-    DagsterEventBatchMetadata as DagsterEventBatchMetadata,  # one batch for all failed questions of a step
+    DagsterEvent as DagsterEvent,  # public as dg.DagsterEvent, but its step-event builders are not documented
+    DagsterEventBatchMetadata as DagsterEventBatchMetadata,  # one batch for all questions of a step
     generate_event_batch_id as generate_event_batch_id,  # id of that batch
 )
 
@@ -47,10 +51,14 @@ from dagster._serdes import ConfigurableClassData as ConfigurableClassData  # ``
 
 # ---- tests only (tests/test_event_log.py) ---------------------------------------------------------
 # Building planned events by hand to compare the batched and the stock storage event for event.
-from dagster._core.events import AssetCheckEvaluationPlanned as AssetCheckEvaluationPlanned
+from dagster._core.events import (
+    AssetCheckEvaluationPlanned as AssetCheckEvaluationPlanned,  # payload of a check's planned event
+    AssetMaterializationPlannedData as AssetMaterializationPlannedData,  # payload of an asset's planned event
+)
 
 __all__ = [
     "ASSET_EVENTS",
+    "EVENTS_LOGGED_BY_STEP",
     "AssetCheckEvaluationPlanned",
     "AssetMaterializationPlannedData",
     "ConfigurableClassData",

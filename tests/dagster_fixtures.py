@@ -89,3 +89,18 @@ def status_mismatches(
             if status.get(key) != want:
                 bad.append((stage, key, progress.get((stage, key), "missing"), status.get(key)))
     return bad
+
+
+def stage_run_metadata(result: dg.ExecuteInProcessResult, stage: str) -> dict[str, Any]:
+    """The run-level metadata of ``stage``'s step (questions, computed, already_done, stopped, ...).
+
+    It is the metadata of the step's output: each question's materialization carries that
+    question's own metadata (assets/partition_status.py).
+    """
+    for event in result.all_events:
+        if event.event_type != dg.DagsterEventType.STEP_OUTPUT or not (event.step_key or "").endswith(f"__{stage}"):
+            continue
+        meta = {k: v.value for k, v in event.step_output_data.metadata.items()}
+        if "computed" in meta:  # the asset's output, not one of its checks'
+            return meta
+    raise AssertionError(f"no output of stage {stage} in the run")

@@ -162,3 +162,15 @@ def test_entry_point_prints_no_traceback(configs: dict[str, str]) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr and "invalid choice" in proc.stderr
+
+
+def test_help_is_for_users() -> None:
+    """`membench --help` and each command's help, as printed: no reST double backticks, no developer notes."""
+    exe = Path(sys.executable).with_name("membench")
+    commands = ["", "results", "check-config", "progress", "failed", "sql", "schema", "compare", "leaderboard"]
+    for command in commands:
+        proc = subprocess.run([str(exe), *command.split(), "--help"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "``" not in proc.stdout and "Why" not in proc.stdout, (command, proc.stdout)
+    top = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=120).stdout
+    assert "dagster job execute -j full_benchmark" in top

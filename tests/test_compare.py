@@ -3,6 +3,7 @@ paired bootstrap for means, the CLI and the page linked from the report."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from pipeline.cli import main
 from pipeline.metrics.stats import mcnemar_exact_p, paired_bootstrap
 from pipeline.report.build import collect
-from pipeline.report.compare import TEST_BOOTSTRAP, TEST_MCNEMAR, CompareRow, compare_runs
+from pipeline.report.compare import TEST_BOOTSTRAP, TEST_MCNEMAR, CompareRow, _row_html, compare_runs
 from pipeline.report.refresh import write_report_files
 from pipeline.store import ResultStore
 from tests.report_fixtures import F1_SCORES, build_full_store
@@ -81,14 +82,31 @@ def test_unchanged_rows_are_equal(runs: tuple[ResultStore, ResultStore]) -> None
 
 def test_cli_and_report_page(runs: tuple[ResultStore, ResultStore], capsys: pytest.CaptureFixture[str]) -> None:
     a, b = runs
+    write_report_files(b, collect(b))  # B's report exists before the comparison
+    assert "compare/run_a.html" not in (b.root / "report.html").read_text()
     assert main(["compare", str(a.root), str(b.root), "--html"]) == 0
     out = capsys.readouterr().out
     assert "mcnemar_exact" in out and "paired_bootstrap" in out and "+0.250" in out
     page = b.root / "compare" / "run_a.html"
-    assert page.exists() and "McNemar" in page.read_text()
-    write_report_files(b, collect(b))
+    text = page.read_text()
+    assert page.exists() and "McNemar" in text
+    assert '<a href="../report.html">' in text  # back to B's report
+    assert "<td>0.625</td><td><b>0.875</b></td>" in text  # lme F1 on q2, q3_abs: the better run in bold
+    # B's report links the page at once, not after another run
     assert 'href="compare/run_a.html"' in (b.root / "report.html").read_text()
     assert json.loads((b.root / "results.json").read_text())["comparisons"] == ["compare/run_a.html"]
+
+
+def test_significant_differences_are_coloured() -> None:
+    base = dict(dataset="d", system="s", reader="r", judge="j", metric="m", aggregate="accuracy", test=TEST_MCNEMAR)
+    counts = dict(n_paired=40, n_only_a=0, n_only_b=0, ci_low=None, ci_high=None)
+    better = CompareRow(**base, **counts, value_a=0.5, value_b=0.8, diff=0.3, b_only_a_correct=1,
+                        c_only_b_correct=13, p_value=0.002)  # fmt: skip
+    worse = dataclasses.replace(better, value_a=0.8, value_b=0.5, diff=-0.3, p_value=0.002)
+    same = dataclasses.replace(better, value_b=0.55, diff=0.05, p_value=0.6)
+    assert '<td class="better">+0.300</td>' in _row_html(better) and "<b>0.800</b>" in _row_html(better)
+    assert '<td class="worse">-0.300</td>' in _row_html(worse)
+    assert '<td class="same">+0.050</td>' in _row_html(same)
 
 
 def test_config_as_run(

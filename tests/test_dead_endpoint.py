@@ -22,7 +22,7 @@ from pipeline.config import LLMConfig
 from pipeline.definitions import build_defs
 from pipeline.store import ResultStore
 from resources.llm import OpenAIChatClient
-from tests.dagster_fixtures import lme_sample_config
+from tests.dagster_fixtures import lme_sample_config, stage_run_metadata
 from tests.fake_openai_server import running_fake_server
 
 Q = [{"role": "user", "content": "Is anybody there?"}]
@@ -106,9 +106,7 @@ def _config(tmp_path: Path, base_url: str) -> Path:
 
 
 def _stopped(result: dg.ExecuteInProcessResult, stage: str) -> object:
-    event = next(m for m in result.get_asset_materialization_events() if m.asset_key.path[-1] == stage)
-    meta = event.materialization.metadata
-    return meta["stopped"].value if "stopped" in meta else None
+    return stage_run_metadata(result, stage).get("stopped")
 
 
 def test_judgments_do_not_blame_an_endpoint_they_never_called(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from pipeline.definitions import build_defs
 from pipeline.memory.checkpoint import MEMORY_STAGE_DIR
 from pipeline.store import CATALOG_MARK, STAGE_TABLES, ResultStore, write_parquet_atomic
-from tests.dagster_fixtures import lme_sample_config
+from tests.dagster_fixtures import lme_sample_config, stage_run_metadata
 
 OLD, NEW = "config_hash", "unit_hash"
 CHECKPOINT_KEY = b"membench.memory_checkpoint"
@@ -61,13 +61,7 @@ def _age(parquet: Path) -> None:
 
 
 def _computed(result: dg.ExecuteInProcessResult) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
-        stage = mat.asset_key.path[-1]
-        if stage in STAGE_TABLES and "computed" in mat.metadata:
-            out[stage] = int(mat.metadata["computed"].value)  # type: ignore[arg-type]
-    return out
+    return {stage: int(stage_run_metadata(result, stage)["computed"]) for stage in STAGE_TABLES}
 
 
 def test_a_folder_written_with_config_hash_stays_done(tmp_path: Path) -> None:

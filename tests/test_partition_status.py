@@ -79,6 +79,12 @@ def _stage_job(config: Path) -> dg.JobDefinition:
     ).resolve_job_def("stages")
 
 
+def _materialized(instance: dg.DagsterInstance, stage: str, run_id: str) -> set[str]:
+    """The partitions of ``stage`` that run ``run_id`` materialized (read from the instance)."""
+    records = instance.fetch_materializations(dg.AssetKey(["status", stage]), limit=1000).records
+    return {r.partition_key for r in records if r.run_id == run_id and r.partition_key}
+
+
 def _store(tmp_path: Path) -> ResultStore:
     return ResultStore(results_dir=str(tmp_path / "res"))
 
@@ -115,10 +121,20 @@ def test_status_equals_progress_in_every_run_mode(
         )
         assert {k for k, v in answers.items() if v == dg.AssetPartitionStatus.FAILED} == FAILING_KEYS
         assert sum(v == dg.AssetPartitionStatus.MATERIALIZED for v in answers.values()) == 6
-        [failure] = sweep.get_step_failure_events()  # the run's last step ends it with the summary
-        assert failure.step_key == "status__benchmark_report"
-        message = failure.step_failure_data.error.message  # type: ignore[union-attr]
-        assert "failed questions per stage: ingestion 0, retrievals 0, answers 2, judgments 2" in message
+        # the failed steps are the checks of the stages that lost questions, not the report
+        failures = {f.step_key: f for f in sweep.get_step_failure_events()}
+        assert set(failures) == {"status__answers_no_failed_units", "status__judgments_no_failed_units"}
+        message = failures["status__answers_no_failed_units"].step_failure_data.error.message  # type: ignore[union-attr]
+        assert "answers: 2 of 8 questions of this run failed" in message
+        # a failed question has no materialization in the run: its error is on its partition as an observation
+        materialized = _materialized(instance, "answers", sweep.run_id)
+        assert materialized == set(keys) - FAILING_KEYS
+        [obs] = instance.fetch_observations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(["status", "answers"]), asset_partitions=["lme__5d1c2a7e"]),
+            limit=1,
+        ).records
+        meta = obs.asset_observation.metadata  # type: ignore[union-attr]
+        assert meta["status"].value == "failed" and "400" in str(meta["error"].value)
 
         # 2. a range run of 4 questions, one of which still fails
         rng = (keys[0], keys[3])
@@ -155,8 +171,15 @@ def test_dead_endpoint_stops_the_stage_and_fails_the_run(tmp_path: Path) -> None
         assert {r["partition_key"] for r in rows} == set(keys)  # every question failed, none dropped
         tried = [r for r in rows if not r["error"].startswith("not attempted")]
         assert len(tried) == 3 and all("connection error" in r["error"] for r in tried)
-        [answers] = [m for m in result.get_asset_materialization_events() if m.asset_key.path[-1] == "answers"][:1]
-        assert "stopped after 3 consecutive questions" in str(
-            answers.materialization.metadata["stopped"].value  # type: ignore[union-attr]
-        )
+        # no failed question is materialized; the stage's check says why it stopped
+        assert _materialized(instance, "answers", result.run_id) == set()
+        [check] = [
+            e.asset_check_evaluation_data
+            for e in result.all_events
+            if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+            and e.asset_check_evaluation_data.asset_key.path[-1] == "answers"
+            and e.asset_check_evaluation_data.check_name == "no_failed_units"
+        ]
+        assert not check.passed and check.metadata["failed_questions"].value == len(keys)
+        assert "stopped after 3 consecutive questions" in str(check.metadata["failed"].value)
         assert status_mismatches(instance, "status", keys, store) == []

@@ -12,7 +12,7 @@ from pipeline.config_resolve import resolve_config
 from pipeline.memory.systems import system_specs
 from resources.benchmark import BenchmarkResource
 from tests.answer_fixtures import retrieval_payload, unit_row, write_canonical, write_stage
-from tests.dagster_fixtures import run_stages, status_mismatches
+from tests.dagster_fixtures import run_stages, stage_run_metadata, status_mismatches
 from tests.judge_fixtures import question
 
 CONFIG = """
@@ -74,13 +74,14 @@ def test_answers_then_judgments_offline(bench: BenchmarkResource, tmp_path: Path
             "locomo_keyword_overlap",
         }
         assert all(r["status"] == "failed" and r["error"].startswith("answer failed:") for r in judged[3:])
-        mats = result.asset_materializations_for_node("bench__judgments")
-        assert sorted(m.partition for m in mats) == KEYS  # one per question of the range, same metadata
-        summary = mats[0]
-        assert "locomo_llm_judge" in str(summary.metadata["judges_unavailable"].value)
-        assert summary.metadata["failed_questions"].value == 1
+        records = instance.fetch_materializations(dg.AssetKey(["bench", "judgments"]), limit=100).records
+        # only the question that ended ok is materialized, with its own metadata; the run's is on the step output
+        assert [r.partition_key for r in records if r.run_id == result.run_id] == ["d__q0"]
+        summary = stage_run_metadata(result, "judgments")
+        assert "locomo_llm_judge" in str(summary["judges_unavailable"])
+        assert summary["failed_questions"] == 1
         answers_key = dg.AssetKey(["bench", "answers"])
-        assert instance.get_materialized_partitions(answers_key) == {"d__q0", "d__q1"}  # q1 attempted ...
+        assert instance.get_materialized_partitions(answers_key) == {"d__q0"}  # q1 failed: never materialized
         status = instance.get_status_by_partition(answers_key, KEYS, dg.StaticPartitionsDefinition(KEYS))
         assert status == {"d__q0": dg.AssetPartitionStatus.MATERIALIZED, "d__q1": dg.AssetPartitionStatus.FAILED}
         assert status_mismatches(instance, "bench", KEYS, store, ["answers", "judgments"]) == []

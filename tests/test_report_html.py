@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.judges.base import JUDGMENTS_PAYLOAD
+from pipeline.readers.base import ANSWERS_PAYLOAD
 from pipeline.report import html as report_html
 from pipeline.report.build import collect
 from pipeline.report.refresh import write_report_files
 from pipeline.store import ResultStore
 from tests.report_fixtures import build_full_store
+from tests.test_report import _answer, _judgment, _write_stage
 
 CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
 
@@ -117,13 +120,18 @@ CHROMIUM_FLAGS = (
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 )  # fmt: skip
 MEASURE = (
-    "<script>document.title='H='+document.documentElement.scrollHeight+' W='+"
-    "document.documentElement.scrollWidth+' OPEN='+document.querySelectorAll('details[open]').length</script>"
+    "<script>window.addEventListener('load',function(){var s=1000,n=0;"
+    "document.querySelectorAll('.plots img').forEach(function(i){n=Math.max(n,i.naturalWidth);"
+    "s=Math.min(s,Math.round(1000*i.clientWidth/i.naturalWidth));});"
+    "document.title='H='+document.documentElement.scrollHeight+' W='+"
+    "document.documentElement.scrollWidth+' OPEN='+document.querySelectorAll('details[open]').length+"
+    "' SCALE='+s+' NAT='+n;});</script>"
 )
 
 
 def browse(page: Path, profile: Path, anchor: str = "", window: str = "1280,900") -> dict[str, int]:
-    """Load ``page`` (plus ``#anchor``) in headless Chromium; its height, width, open <details>."""
+    """Load ``page`` (plus ``#anchor``) in headless Chromium; its height, width, open <details>, and
+    how its charts are shown: the smallest shown/natural width ratio (permille) and the widest chart."""
     probe = page.with_name(f".probe-{page.name}")
     probe.write_text(page.read_text() + MEASURE)
     try:
@@ -134,9 +142,10 @@ def browse(page: Path, profile: Path, anchor: str = "", window: str = "1280,900"
         )  # fmt: skip
     finally:
         probe.unlink()
-    m = re.search(r"<title>H=(\d+) W=(\d+) OPEN=(\d+)</title>", proc.stdout)
+    m = re.search(r"<title>H=(\d+) W=(\d+) OPEN=(\d+) SCALE=(\d+) NAT=(\d+)</title>", proc.stdout)
     assert m, proc.stderr[-2000:]
-    return {"height": int(m.group(1)), "width": int(m.group(2)), "open": int(m.group(3))}
+    names = ("height", "width", "open", "scale_permille", "widest_chart")
+    return dict(zip(names, (int(g) for g in m.groups()), strict=True))
 
 
 def test_in_headless_chromium(store: ResultStore, tmp_path: Path) -> None:
@@ -148,3 +157,74 @@ def test_in_headless_chromium(store: ResultStore, tmp_path: Path) -> None:
     opened = browse(questions, tmp_path / "profile", anchor="lme__q2")
     assert (folded["open"], opened["open"]) == (0, 1)  # a link to a question opens it, offline
     assert opened["height"] > folded["height"]
+
+
+def test_charts_shown_at_full_size_at_1280(store: ResultStore, tmp_path: Path) -> None:
+    """At 1280 px no chart is scaled down (11 pt text stays ~15 px) and each fits the page."""
+    shown = browse(store.root / "report" / "lme.html", tmp_path / "profile")
+    assert shown["widest_chart"] > 0  # the page has charts and they loaded
+    assert shown["scale_permille"] >= 990, shown
+    assert shown["widest_chart"] <= 1172 and shown["width"] <= 1280, shown
+
+
+# ---- readability (issue 28 item 7) ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def all_failed(tmp_path_factory: pytest.TempPathFactory) -> ResultStore:
+    """The fixture's results where every answer (and so every judgment) of the mc dataset failed."""
+    store = build_full_store(tmp_path_factory.mktemp("allfailed") / "results")
+    err = "ReaderCallFailed: LLM call failed (m): connection error"
+    keys = [(q, s) for q in ("m1", "m2", "m3", "m4", "m5") for s in ("sysA", "sysB")]
+    answers = [_answer("mc", q, s, "extract", label="offline", error=err) for q, s in keys]
+    judgments = [
+        _judgment("mc", q, s, "extract", "mc", "mc_accuracy", None, error=f"answer failed: {err}") for q, s in keys
+    ]
+    _write_stage(store, "answers", ANSWERS_PAYLOAD, answers)
+    _write_stage(store, "judgments", JUDGMENTS_PAYLOAD, judgments)
+    store.refresh_catalog()
+    write_report_files(store, collect(store))
+    return store
+
+
+def test_all_failed_keeps_verdicts_and_says_why_no_chart(all_failed: ResultStore) -> None:
+    page = _read(all_failed, "report/mc.html")
+    index = page[page.index('id="questions"') :]
+    assert "<th>sysA/extract</th><th>sysB/extract</th>" in index  # the verdict columns stay
+    assert index.count('<span class="fail" title="sys') == 10  # every answer marked "! failed"
+    plots = page[page.index("<h2>Plots</h2>") : page.index("<h2>Multiple-choice confusion</h2>")]
+    assert "<img" not in plots  # no empty axes ...
+    assert "no answer was scored, every answer or judgment failed (10 failed" in plots  # ... but words
+
+
+def test_collapsed_rows_name_system_reader_and_judge(store: ResultStore) -> None:
+    page = _read(store, "report/lme/questions-1.html")
+    summary = re.search(r'<details class="q" id="lme__q1"><summary>(.*?)</summary>', page)
+    assert summary
+    labelled = re.findall(r'<span class="who">([^<]+)</span> <span class="(?:ok|bad|fail|muted)"', summary.group(1))
+    assert "bm25 / gpt / f1" in labelled and len(labelled) == summary.group(1).count('class="who"') >= 2
+
+
+def test_both_evidence_measures_are_explained() -> None:
+    """A LoCoMo system whose context names sessions: 0.000 beside 0.926 gets its explanation."""
+    base = {"system": "summaries", "type_raw": report_html.ALL_TYPES, "n_scored": 10, "n_excluded": 0, "n_failed": 0}
+    rows = [{**base, "level": "session"}, {**base, "level": "turn", "evidence_recall_context": 0.0}]
+    official = [rows[0], {**rows[1], "evidence_recall_official_context": 0.926}]
+    table = report_html.retrieval_summary(official)
+    assert "<td class=num>0.000</td><td class=num>0.926</td>" in table
+    explained = table[table.index('<p class="explain">') :]
+    assert "session numbers" in explained and "without evidence as 1" in explained
+    assert 'class="explain"' not in report_html.retrieval_summary(rows)  # no official figure: nothing to explain
+
+
+def test_scatter_labels_do_not_overlap() -> None:
+    from pipeline.report import plots
+
+    rows = [
+        {"system": name, "reader": "gpt", "mean_context_tokens": 1000 + i, "headline_value": 0.5 + i / 1000,
+         "ci_low": 0.4, "ci_high": 0.6}
+        for i, name in enumerate(["hybrid", "hybrid_rerank", "vector_rag", "full_context", "summaries"])
+    ]  # fmt: skip
+    fig = plots.context_figure(rows, "overlap")
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts]
+    assert len(boxes) == 5
+    assert not [(i, j) for i in range(5) for j in range(i) if boxes[i].overlaps(boxes[j])]

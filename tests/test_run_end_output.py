@@ -42,5 +42,9 @@ def test_last_lines_are_the_summary_and_the_next_command(tmp_path: Path) -> None
     assert lines[-3] == summary
     assert lines[-2] == f"Report (failed questions reported apart): {tmp_path / 'results' / 'report.html'}"
     assert lines[-1].endswith(f"list them and the commands that re-run them: MEMBENCH_CONFIG={config} membench failed")
-    assert "not this step (its report was written)" in proc.stderr
+    # the failed steps are the checks of the stages that lost questions, not the report; no stack trace
+    steps = "Steps failed: ['dead__answers_no_failed_units', 'dead__judgments_no_failed_units']"
+    assert steps in proc.stderr and "benchmark_report - STEP_FAILURE" not in proc.stderr
+    assert "answers: 3 of 3 questions of this run failed" in proc.stderr
+    assert "Stack Trace" not in proc.stderr and "Traceback" not in proc.stderr
     assert (tmp_path / "results" / "report.html").exists()

@@ -187,17 +187,44 @@ def text_report(result: CompareResult) -> str:
     return "\n".join(lines)
 
 
-def render_html(result: CompareResult) -> str:
-    """A self-contained page (no scripts, no server) with the same table."""
+SIGNIFICANT = 0.05  # the p-value under which a difference is coloured (better / worse)
+
+
+def _row_html(r: CompareRow) -> str:
+    """One table row: the better of A and B in bold, the difference coloured when p < 0.05."""
+    cells = [html.escape(c) for c in _cells(r)]
+    a, b, diff = 5, 6, 7  # value_a, value_b, B-A in HEADERS order
+    if r.value_a != r.value_b:
+        best = b if r.value_b > r.value_a else a
+        cells[best] = f"<b>{cells[best]}</b>"
+    cls = "same"
+    if r.p_value < SIGNIFICANT and r.diff:
+        cls = "better" if r.diff > 0 else "worse"
+    tds = [f'<td class="{cls}">{c}</td>' if i == diff else f"<td>{c}</td>" for i, c in enumerate(cells)]
+    return f'<tr class="{cls}">' + "".join(tds) + "</tr>"
+
+
+def render_html(result: CompareResult, report_href: str | None = None) -> str:
+    """A self-contained page (no scripts, no server): the table with the better run of each row in
+    bold and significant differences coloured, and a link back to run B's report when it has one."""
     esc = html.escape
     head = "".join(f"<th>{esc(h)}</th>" for h in HEADERS)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _cells(r)) + "</tr>" for r in result.rows)
+    body = "".join(_row_html(r) for r in result.rows)
+    back = f'<p><a href="{esc(report_href)}">&larr; back to the report of run B</a></p>' if report_href else ""
+    better = sum(r.p_value < SIGNIFICANT and r.diff > 0 for r in result.rows)
+    worse = sum(r.p_value < SIGNIFICANT and r.diff < 0 for r in result.rows)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>membench compare</title>
-<style>body{{font-family:sans-serif;margin:1.5em;}} table{{border-collapse:collapse;font-size:13px}}
-th,td{{border:1px solid #ccc;padding:3px 7px}} th{{background:#f0f0f0}}</style></head><body>
-<h1>membench compare</h1>
+<style>body{{font-family:sans-serif;margin:1.5em;font-size:14px}} table{{border-collapse:collapse;font-size:13px}}
+th,td{{border:1px solid #ccc;padding:3px 7px}} th{{background:#f0f0f0}}
+td.better{{background:#d9f2df;color:#0a6b2a;font-weight:700}}
+td.worse{{background:#f9dcdc;color:#a00020;font-weight:700}} td.same{{color:#666}}
+.key span{{padding:1px 6px;border-radius:3px}}</style></head><body>
+{back}<h1>membench compare</h1>
 <p>A: <code>{esc(str(result.run_a))}</code><br>B: <code>{esc(str(result.run_b))}</code></p>
+<p class="key">{len(result.rows)} rows: <span class="better" style="background:#d9f2df">B better ({better})</span>
+<span style="background:#f9dcdc">B worse ({worse})</span> at p &lt; {SIGNIFICANT}; grey: no significant
+difference. The better value of A and B is in bold.</p>
 <p>Paired on the questions scored in both runs; B-A &gt; 0 means B is better. Binary metrics: McNemar's exact
 test (b / c = questions only A / only B got right). Mean metrics: paired bootstrap of the mean difference
 (seed {result.seed}, {result.resamples} resamples), 95 % percentile interval. "only A/B": questions scored in one
@@ -216,6 +243,8 @@ def default_html_path(result: CompareResult) -> Path:
 
 
 def write_html(result: CompareResult, path: Path) -> Path:
+    """Write the page; in RUN_B/compare/ it links back to RUN_B's report.html."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(result), encoding="utf-8")
+    in_run_b = path.resolve().parent == (result.run_b / COMPARE_DIR).resolve()
+    path.write_text(render_html(result, "../report.html" if in_run_b else None), encoding="utf-8")
     return path

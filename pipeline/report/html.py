@@ -66,6 +66,18 @@ RETRIEVAL_SUMMARY: tuple[tuple[str, str, str], ...] = (
     ("turn", "evidence_recall_official_context", "evidence in context (LoCoMo official)"),
 )
 
+EVIDENCE_EXPLAINED = (
+    '<p class="explain"><b>evidence in context</b> vs <b>evidence in context (LoCoMo official)</b>: both ask '
+    "whether the gold evidence reached the reader. <i>evidence in context</i> is membench's measure: the share of "
+    "a question's gold turns (evidence repaired: split lists, un-padded ids, ids of missing turns dropped) among "
+    "the turns of the units in the reader's context; a context of derived text that names no turn (summaries, "
+    "notes) scores 0, and questions without evidence are left out. <i>LoCoMo official</i> is LoCoMo's own formula, "
+    "kept so published figures can be reproduced: it matches the raw evidence strings with the context's dialogue "
+    "ids or, when the context holds no turns, only with its session numbers (a gold session in the context counts "
+    "as found), and counts a question without evidence as 1. So the official figure is higher whenever a context "
+    "names sessions rather than turns, or questions have no evidence; read the first to judge a retriever.</p>"
+)
+
 MARKS = {
     MARK_CORRECT: ("✓", "ok", "correct"),
     MARK_WRONG: ("✗", "bad", "wrong"),
@@ -96,7 +108,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 code { background: #f4f4f4; padding: 1px 3px; border-radius: 3px; font-size: 12px; }
 img { max-width: 100%; border: 1px solid #ddd; margin: .3em 0; }
 .scroll { overflow-x: auto; }
-.plots { display: flex; flex-wrap: wrap; gap: 8px; } .plots img { max-width: 49%; }
+.plots { display: flex; flex-direction: column; gap: 8px; align-items: flex-start; } .plots img { max-width: 100%; }
+.who { color: #555; font-size: 11px; margin-left: 6px; } p.explain { color: #444; font-size: 12px; max-width: 1100px; }
 nav a { margin-right: 1em; }
 details.q { border: 1px solid #ddd; border-radius: 4px; margin: 3px 0; }
 details.q > summary { cursor: pointer; padding: 3px 6px; background: #fafafa; }
@@ -282,7 +295,10 @@ def retrieval_summary(rows: Sequence[Row], badges: dict[str, str] | None = None)
         latency = latency_ms(base.get("retrieval_latency_p50_s"), base.get("retrieval_latency_p95_s"))
         vals += f"<td class=num>{latency}</td>"
         body.append(f"<tr><td>{esc(s)}{(badges or {}).get(s, '')}</td><td class=num>{counts}</td>{vals}</tr>")
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    table = f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    if any(r.get("evidence_recall_official_context") is not None for r in overall):
+        table += EVIDENCE_EXPLAINED
+    return table
 
 
 def confusion_html(rows: Sequence[Row]) -> str:
@@ -393,6 +409,7 @@ Same numbers in SQL: <code>membench sql "{esc(data.example_sql)}"</code></p>
 # ---- dataset page ----------------------------------------------------------------------------
 def _plots(data: ReportData, dataset: str) -> str:
     from pipeline.report import plots  # matplotlib (~0.5 s CPU) only when a report is rendered, not at start-up
+
     acc = [r for r in data.rows("accuracy") if r["dataset"] == dataset]
     by_type = [r for r in data.rows("accuracy_by_type") if r["dataset"] == dataset]
     retr = [
@@ -401,12 +418,21 @@ def _plots(data: ReportData, dataset: str) -> str:
     ]  # fmt: skip
     images, notes = [], []
     metric = main_metric(acc)
-    if metric and len({r["type_raw"] for r in by_type if r["metric"] == metric}) > 1:
+    unscored = metric and not any(_value(r) for r in acc if r["metric"] == metric)
+    if unscored:  # every answer or judgment failed: say so instead of drawing empty axes
+        failed = sum((r.get("n_failed_answer") or 0) + (r.get("n_failed_judgment") or 0) for r in acc)
+        images.append(
+            f'<p class="warn">no {esc(metric)} charts for {esc(dataset)}: no answer was scored, every answer or '
+            f"judgment failed ({failed} failed; listed under Failed questions, retried by the next run)</p>"
+        )
+    elif metric and len({r["type_raw"] for r in by_type if r["metric"] == metric}) > 1:
         title = f"{dataset}: {metric} by question type"
         images.append(img(plots.accuracy_by_type([r for r in by_type if r["metric"] == metric], title), title))
     else:
         notes.append("no by-type plot: fewer than two question types with judgments")
-    if metric and any(r.get("mean_context_tokens") is not None for r in acc if r["metric"] == metric):
+    if unscored:
+        pass
+    elif metric and any(r.get("mean_context_tokens") is not None for r in acc if r["metric"] == metric):
         title = f"{dataset}: {metric} vs context tokens"
         images.append(img(plots.accuracy_vs_context([r for r in acc if r["metric"] == metric], title), title))
     else:
@@ -418,6 +444,12 @@ def _plots(data: ReportData, dataset: str) -> str:
         notes.append("no recall@k plot: no question scored for session-level retrieval (no gold, or none retrieved)")
     note = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
     return f'<div class="plots">{"".join(images)}</div>{note}'
+
+
+def _value(row: Row) -> bool:
+    """A row with a headline value (not None, not NaN)."""
+    v = row.get("headline_value")
+    return v is not None and v == v
 
 
 def _failed_list(data: ReportData, dataset: str, index: dict[str, int]) -> str:
@@ -458,13 +490,15 @@ def _badge(q: QuestionView, key: str, mean_metrics: set[str]) -> str:
     return mark_html(j["mark"], key, j.get("score") if j.get("metric") in mean_metrics else None)
 
 
-def _question_index(dataset: str, questions: Sequence[QuestionView], metric: str | None, mean_metrics: set[str]) -> str:
-    """One line per question: id, type, question, then the main metric's verdict per system."""
+def _question_index(dataset: str, questions: Sequence[QuestionView], judges: set[str], mean_metrics: set[str]) -> str:
+    """One line per question: id, type, question, then the main metric's verdict per system.
+
+    ``judges``: the judges of the main metric (from the accuracy rows, so a column stays when every
+    judgment of it failed: a failed judgment has no metric); empty = every judge.
+    """
     if not questions:
         return '<p class="note">no questions</p>'
-    columns = sorted(
-        {k for q in questions for k in q.verdicts() if metric is None or k.endswith("/" + _judge_of(q, metric))}
-    )
+    columns = sorted({k for q in questions for k in q.verdicts() if not judges or k.rsplit("/", 1)[-1] in judges})
     index = {q.partition_key: i for i, q in enumerate(questions)}
     head = "<th>question</th><th>type</th><th>text</th>" + "".join(
         f"<th>{esc('/'.join(c.split('/')[:2]))}</th>" for c in columns
@@ -477,15 +511,6 @@ def _question_index(dataset: str, questions: Sequence[QuestionView], metric: str
             f'<td class="qi">{esc(q.question[:140])}</td>{marks}</tr>'
         )
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
-
-
-def _judge_of(q: QuestionView, metric: str) -> str:
-    for s in q.systems:
-        for a in s.answers:
-            for j in a["judgments"]:
-                if j.get("metric") == metric:
-                    return str(j["judge"])
-    return "\0"  # no judge of that metric on this question
 
 
 def render_dataset(data: ReportData, dataset: str, questions: Sequence[QuestionView]) -> str:
@@ -522,7 +547,7 @@ def render_dataset(data: ReportData, dataset: str, questions: Sequence[QuestionV
         f'<p class="note">verdict of {esc(main or "each judge")} per system: '
         + " ".join(f"{mark_html(m)} {esc(t[2])}" for m, t in MARKS.items())
         + "; click a question for its drill-down</p>",
-        _question_index(dataset, questions, main, mean_metrics(data)),
+        _question_index(dataset, questions, {r["judge"] for r in acc if r["metric"] == main}, mean_metrics(data)),
     ]
     return page(f"membench: {dataset}", "\n".join(parts), "../")
 
@@ -577,7 +602,9 @@ def _system_block(s: SystemView, means: set[str]) -> str:
 
 
 def question_block(q: QuestionView, means: set[str]) -> str:
-    marks = " ".join(_badge(q, k, means) for k in sorted(q.verdicts()))
+    marks = "".join(
+        f'<span class="who">{esc(" / ".join(k.split("/")))}</span> {_badge(q, k, means)}' for k in sorted(q.verdicts())
+    )
     failed = f' <span class="fail">failed: {esc(", ".join(q.failed_stages))}</span>' if q.failed_stages else ""
     choices = ""
     if q.choices:

@@ -7,9 +7,11 @@ in any browser, years later; a few static plots with error bars say what matters
 from __future__ import annotations
 
 import base64
+import functools
 import io
-from collections.abc import Sequence
-from typing import Any
+import textwrap
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 import matplotlib
 
@@ -22,10 +24,31 @@ from pipeline.report.glossary import reader_display
 
 Row = dict[str, Any]
 
+# Why these sizes: the report's pages are 1,200 px wide; a chart is shown at its own size (one per
+# row, never scaled down at 1280 px), so 11 pt text at 100 dpi is ~15 px on screen.
+DPI = 100
+MAX_WIDTH_IN = 8.6  # plus the legend beside it: under 1,170 px
+STYLE: dict[str, Any] = {
+    "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10, "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+}  # fmt: skip
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def styled(fn: F) -> F:
+    """``fn`` draws under the report's text sizes (set per chart, matplotlib's global settings untouched)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with plt.rc_context(STYLE):  # type: ignore[arg-type]
+            return fn(*args, **kwargs)
+
+    return cast(F, wrapper)
+
 
 def to_base64_png(fig: Figure) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
@@ -47,13 +70,15 @@ def _yerr(row: Row) -> tuple[float, float]:
     return max(0.0, value - lo), max(0.0, hi - value)
 
 
+@styled
 def accuracy_by_type(rows: Sequence[Row], title: str) -> str:
     """Grouped bars: one group per question type, one bar per system/reader, Wilson 95 % error bars."""
     types = sorted({type_label(r) for r in rows})
     series = sorted({series_label(r) for r in rows})
     by_key = {(type_label(r), series_label(r)): r for r in rows}
     width = 0.8 / max(1, len(series))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(types) * max(1, len(series)) ** 0.5 + 2), 4.2))
+    width = min(MAX_WIDTH_IN, max(6.0, 1.1 * len(types) * max(1, len(series)) ** 0.5 + 2))
+    fig, ax = plt.subplots(figsize=(width, 4.6))
     for i, name in enumerate(series):
         xs, ys, lo, hi = [], [], [], []
         for j, t in enumerate(types):
@@ -66,33 +91,59 @@ def accuracy_by_type(rows: Sequence[Row], title: str) -> str:
             lo.append(below)
             hi.append(above)
         ax.bar(xs, ys, width=width, yerr=[lo, hi], capsize=3, label=name)
-    ax.set_xticks(range(len(types)), types, rotation=20, ha="right")
+    ax.set_xticks(range(len(types)), [textwrap.fill(t, 18) for t in types], rotation=30, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("value (error bars: 95 % interval)")
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     return to_base64_png(fig)
 
 
-def accuracy_vs_context(rows: Sequence[Row], title: str) -> str:
-    """One point per system/reader: mean context tokens (x) vs the metric (y) with Wilson bars."""
-    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+@styled
+def context_figure(rows: Sequence[Row], title: str) -> Figure:
+    """One point per system/reader: mean context tokens (x) vs the metric (y) with Wilson bars;
+    each point labelled with its system, labels moved apart until none overlaps another."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.4))
+    labels = []
     for r in rows:
         x, y = r.get("mean_context_tokens"), r.get("headline_value")
         if x is None or y is None:
             continue
         below, above = _yerr(r)
         ax.errorbar([x], [y], yerr=[[below], [above]], fmt="o", capsize=3, label=series_label(r))
-        ax.annotate(r["system"], (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+        labels.append(ax.annotate(r["system"], (x, y), textcoords="offset points", xytext=(6, 4)))
     ax.set_xscale("symlog", linthresh=100)
     ax.set_xlabel("mean context tokens per question (regex_word_punct)")
     ax.set_ylabel("value (error bars: 95 % interval)")
     ax.set_ylim(0, 1.05)
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(alpha=0.3)
-    return to_base64_png(fig)
+    spread_labels(fig, labels)
+    return fig
+
+
+def spread_labels(fig: Figure, labels: Sequence[Any], max_rounds: int = 50) -> None:
+    """Move overlapping annotations up (in steps of their own height) until no two overlap."""
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    for _ in range(max_rounds):
+        boxes = [a.get_window_extent(renderer) for a in labels]
+        moved = False
+        for i in range(len(labels)):
+            for j in range(i):
+                if boxes[i].overlaps(boxes[j]):
+                    dx, dy = labels[i].xyann
+                    labels[i].xyann = (dx, dy + boxes[i].height * 72 / fig.dpi + 1)
+                    boxes[i] = labels[i].get_window_extent(renderer)
+                    moved = True
+        if not moved:
+            return
+
+
+def accuracy_vs_context(rows: Sequence[Row], title: str) -> str:
+    """The context-size scatter (context_figure) as a PNG."""
+    return to_base64_png(context_figure(rows, title))
 
 
 def ks_in(rows: Sequence[Row], metric: str) -> list[int]:
@@ -103,6 +154,7 @@ def ks_in(rows: Sequence[Row], metric: str) -> list[int]:
     )
 
 
+@styled
 def recall_at_k(rows: Sequence[Row], metric: str, title: str) -> str:
     """A retrieval metric against k (one line per system), all question types pooled."""
     ks = ks_in(rows, metric)
@@ -118,6 +170,6 @@ def recall_at_k(rows: Sequence[Row], metric: str, title: str) -> str:
     ax.set_ylabel(f"{metric}@k")
     ax.set_ylim(0, 1.05)
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(alpha=0.3)
     return to_base64_png(fig)
