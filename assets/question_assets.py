@@ -26,6 +26,7 @@ from assets.partition_status import mark_failed, run_keys
 from assets.retrieval import run_retrievals
 from assets.run_claim import check_scope
 from assets.run_gate import finish_run
+from assets.run_peers import peers_still_running
 from pipeline.config_resolve import ResolvedConfig
 from pipeline.question_driver import StageOutcome
 from pipeline.row_checks import CHECKED_COLUMNS, check_rows
@@ -190,7 +191,7 @@ def build_stage_asset(
         mark_failed(context, asset_key, sorted(outcome.failed))
         if outcome.stopped:
             context.log.error(outcome.stopped)
-        finish_run(context, results, partitions_def, [d.name for d in bench.config.datasets])
+        finish_run(context, results, partitions_def, [d.name for d in bench.config.datasets], peers_still_running)
 
     return _stage
 
