@@ -38,27 +38,46 @@ def peers_still_running(
     Only runs over other questions count (an overlapping run is refused at its first step: it
     never computes anything), and not runs of this very process (in-process test runs).
     """
+    with file_lock(results / PEERS_LOCK):
+        (results / ENDED_DIR).mkdir(parents=True, exist_ok=True)
+        (results / ENDED_DIR / run.run_id).touch()
+        return _pending_peers(instance, run, results, partitions_def, forget_ended=True)
+
+
+def peers_running(
+    instance: dg.DagsterInstance, run: dg.DagsterRun, results: Path, partitions_def: dg.PartitionsDefinition
+) -> list[str]:
+    """The other runs of the config still to end (as ``peers_still_running``), ``run`` not marked ended."""
+    with file_lock(results / PEERS_LOCK):
+        return _pending_peers(instance, run, results, partitions_def, forget_ended=False)
+
+
+def _pending_peers(
+    instance: dg.DagsterInstance,
+    run: dg.DagsterRun,
+    results: Path,
+    partitions_def: dg.PartitionsDefinition,
+    forget_ended: bool,
+) -> list[str]:
     config = run.tags.get(TAG_CONFIG)
     if not config:
         return []
     ended = results / ENDED_DIR
-    with file_lock(results / PEERS_LOCK):
-        ended.mkdir(parents=True, exist_ok=True)
-        (ended / run.run_id).touch()
-        others = instance.get_runs(filters=dg.RunsFilter(statuses=list(UNFINISHED), tags={TAG_CONFIG: config}))
+    others = instance.get_runs(filters=dg.RunsFilter(statuses=list(UNFINISHED), tags={TAG_CONFIG: config}))
+    if forget_ended and ended.is_dir():
         live = {o.run_id for o in others}
         for mark in ended.iterdir():  # ends of runs that are over: no longer needed
             if mark.name not in live and mark.name != run.run_id:
                 mark.unlink(missing_ok=True)
-        order: dict[str, int] | None = None
-        pending = []
-        for other in others:
-            tags = dict(other.tags)
-            if other.run_id == run.run_id or (ended / other.run_id).exists():
-                continue
-            if tags.get(TAG_PID) == str(os.getpid()) or _process_gone(tags):
-                continue
-            order = order or {k: i for i, k in enumerate(partitions_def.get_partition_keys())}
-            if not overlaps(key_span(run.tags, order), key_span(tags, order)):
-                pending.append(other.run_id)
-        return pending
+    order: dict[str, int] | None = None
+    pending = []
+    for other in others:
+        tags = dict(other.tags)
+        if other.run_id == run.run_id or (ended / other.run_id).exists():
+            continue
+        if tags.get(TAG_PID) == str(os.getpid()) or _process_gone(tags):
+            continue
+        order = order or {k: i for i, k in enumerate(partitions_def.get_partition_keys())}
+        if not overlaps(key_span(run.tags, order), key_span(tags, order)):
+            pending.append(other.run_id)
+    return pending

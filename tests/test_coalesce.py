@@ -18,7 +18,7 @@ from dagster._core.test_utils import create_run_for_test
 
 from assets.layout import TAG_CONFIG, TAG_HOST, TAG_PID, TAG_PID_STARTED
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
-from assets.run_peers import peers_still_running
+from assets.run_peers import peers_running, peers_still_running
 from pipeline.coalesce import CoalesceCounts, Coalescer
 from pipeline.filelock import file_lock
 from pipeline.store import CATALOG_WORK, ResultStore, open_catalog
@@ -153,3 +153,11 @@ def test_a_killed_chunk_is_not_waited_for(tmp_path: Path, instance: dg.DagsterIn
     mine = _run(instance, 0, 3)
     _run(instance, 4, 7, **{TAG_PID: "999999999"})  # no such process on this host
     assert peers_still_running(instance, mine, tmp_path, PARTS) == []
+
+
+def test_asking_mid_run_does_not_mark_the_run_ended(tmp_path: Path, instance: dg.DagsterInstance) -> None:
+    first, second = _run(instance, 0, 3), _run(instance, 4, 7)
+    assert peers_running(instance, first, tmp_path, PARTS) == [second.run_id]  # first's catalog refresh waits
+    assert peers_running(instance, second, tmp_path, PARTS) == [first.run_id]  # first has not ended
+    assert peers_still_running(instance, first, tmp_path, PARTS) == [second.run_id]
+    assert peers_running(instance, second, tmp_path, PARTS) == []  # first ended: second is the last
