@@ -17,6 +17,7 @@ from assets.layout import key
 from assets.run_claim import check_scope
 from assets.run_gate import finish_run
 from pipeline.agentic import metrics as agentic_metrics
+from pipeline.manifest import write_manifest
 from pipeline.metrics.retrieval import gold_protocol
 from pipeline.report.build import REPORT_HTML, RESULTS_JSON
 from pipeline.report.refresh import build_report
@@ -108,6 +109,9 @@ def benchmark_report(
     check_scope(context, benchmark.load())
     agentic_metrics.write_tables(store, benchmark.load())  # agentic readers' retrieval metrics (if any)
     views = store.refresh_catalog()
+    manifest, changed = write_manifest(benchmark.resolved(), store)  # pipeline/manifest.py
+    if changed:
+        views = store.refresh_catalog()  # its run_manifest / integrity_flags tables changed
     data, rewritten = build_report(store)
     if not data.rows("accuracy"):
         raise dg.Failure(
@@ -125,6 +129,7 @@ def benchmark_report(
             "report": dg.MetadataValue.path(str(html_path)),
             "results_json": dg.MetadataValue.path(str(json_path)),
             "catalog": dg.MetadataValue.path(str(store.catalog_path)),
+            "manifest": dg.MetadataValue.path(str(manifest)),
             "rows": len(acc),
             "rewritten": rewritten,
             "failed_answers": sum(r["n_failed_answer"] or 0 for r in acc),

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from assets.layout import PIPELINE_ORDER, REPORTS, STAGES, step_of
 from assets.run_console import say_at_exit
 from pipeline.datasets.convert import dataset_failure_path
+from pipeline.manifest import write_manifest
 from pipeline.partitions import dataset_of
 from pipeline.report.refresh import refresh_report_files
 from pipeline.store import ResultStore
@@ -123,6 +124,9 @@ def finish_run(
             context.log.info(f"report left to the last run of this config to finish (still running: {running})")
         else:
             try:
+                benchmark = getattr(context.resources, "benchmark", None)  # the stage's BenchmarkResource
+                if benchmark is not None:  # the run's manifest follows the rows it re-ran (pipeline/manifest.py)
+                    write_manifest(benchmark.resolved(), store)
                 context.log.info(f"report refreshed: {refresh_report_files(store)}")
             except Exception as exc:  # the run's outcome is its questions; a report bug must not hide it
                 context.log.error(f"report refresh failed ({type(exc).__name__}: {exc}); results are intact")

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 import duckdb
 
 import pipeline.agentic_schema as agentic
+import pipeline.manifest_schema as manifest
+import pipeline.product_views as product
 from pipeline.records import CANONICAL_TABLES
 
 VIEW_DOCS: dict[str, str] = {
@@ -52,6 +54,8 @@ VIEW_DOCS: dict[str, str] = {
     "repeat_report": "readers with repeats: accuracy per repeat, mean and sample sd across repeats, majority vote",
     "judge_repeat_report": "judges with repeats (judge noise on the same answers): as repeat_report",
     **agentic.VIEW_DOCS,
+    **manifest.VIEW_DOCS,
+    **product.VIEW_DOCS,
 }
 
 SHARED: dict[str, str] = {
@@ -228,6 +232,8 @@ VIEW_COLUMNS: dict[str, dict[str, str]] = {
         "sum_score": "sum of the judge's score", "mean_score": "mean score in the bin",
     },
     **agentic.VIEW_COLUMNS,
+    **manifest.VIEW_COLUMNS,
+    **product.VIEW_COLUMNS,
 }  # fmt: skip
 VIEW_COLUMNS["agentic_retrieval_metrics"] = {**VIEW_COLUMNS["retrieval_metrics"],
                                              **agentic.VIEW_COLUMNS["agentic_retrieval_metrics"]}  # fmt: skip

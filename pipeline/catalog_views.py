@@ -13,6 +13,7 @@ from pipeline.agentic_views import create_agent_memory_log, create_agentic_views
 from pipeline.catalog_docs import comment_catalog
 from pipeline.metrics.stats import MACROS
 from pipeline.official_views import create_official_views
+from pipeline.product_views import create_product_views
 from pipeline.repeat_views import create_repeat_views
 from pipeline.report_views import create_accuracy_views, create_retrieval_views
 
@@ -38,6 +39,7 @@ CATALOG_VIEWS: tuple[ViewCreator, ...] = (
     create_repeat_views,
     create_agentic_views,
     create_agent_memory_log,
+    create_product_views,
     comment_views,
 )
 

@@ -233,6 +233,24 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Recompute the manifest's hashes and headline numbers (pipeline.verify); exit 1 on any mismatch."""
+    from pipeline.manifest import ManifestError
+    from pipeline.report.compare import RunNotFound, resolve_run
+    from pipeline.verify import MISMATCH, verify
+
+    try:
+        checks = verify(resolve_run(args.results))
+    except (RunNotFound, ManifestError) as exc:
+        raise UserError(str(exc)) from None
+    sys.stdout.write("".join(c.line() + "\n" for c in checks))
+    bad = sum(c.status == MISMATCH for c in checks)
+    sys.stdout.write(
+        f"verify: {bad} mismatch(es) in {len(checks)} checks\n" if bad else f"verify: all {len(checks)} checks hold\n"
+    )
+    return 1 if bad else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="membench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="benchmark config YAML (default: $MEMBENCH_CONFIG or configs/sample.yaml)")
@@ -269,6 +287,10 @@ def _parser() -> argparse.ArgumentParser:
     p_lb = sub.add_parser("leaderboard", help="one table and one static page of systems x datasets across runs")
     p_lb.add_argument("results", nargs="+", metavar="RESULTS", help="results folders or benchmark config YAML files")
     p_lb.add_argument("--html", default="results/leaderboard.html", help="page to write (default: %(default)s)")
+    p_verify = sub.add_parser(
+        "verify", help="recompute a run's dataset hashes and headline numbers against its manifest.json"
+    )
+    p_verify.add_argument("results", metavar="RESULTS", help="results folder or benchmark config YAML file")
     return parser
 
 
@@ -283,6 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "compare": cmd_compare,
         "schema": cmd_schema,
         "leaderboard": cmd_leaderboard,
+        "verify": cmd_verify,
     }
     try:
         return handlers[args.command](args)

@@ -156,11 +156,14 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, seconds)
 
 
-def parse_completion(body: str, tools_requested: bool = False) -> Completion:
+def parse_completion(body: str, tools_requested: bool = False, tools_required: bool = False) -> Completion:
     """The first choice's message text and the usage counts, from a chat.completions JSON body.
 
     ``tools_requested``: the request offered tools, so a reply of tool calls without text is usable;
-    otherwise a reply without text is malformed even if it carries tool calls."""
+    otherwise a reply without text is malformed even if it carries tool calls. ``tools_required``:
+    the request's ``tool_choice`` demanded a tool call, so a reply without one is malformed (an
+    endpoint that ignores tool_choice, e.g. one that writes the call as text, is not cached as if
+    it had answered)."""
     try:
         data = json.loads(body)
     except ValueError:
@@ -176,6 +179,8 @@ def parse_completion(body: str, tools_requested: bool = False) -> Completion:
     text = message.get("content") if isinstance(message, dict) else None
     finish = choices[0].get("finish_reason")
     tool_calls = _tool_calls(message) if tools_requested else ()
+    if tools_required and not tool_calls:
+        raise MalformedReply(f"the request required a tool call (tool_choice) and the reply has none: {text!r:.120}")
     if tool_calls:  # a tool-calling turn: no answer text is needed (the caller runs the tools)
         text = text if isinstance(text, str) else ""
     elif not isinstance(text, str):

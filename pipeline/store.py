@@ -62,6 +62,8 @@ TABLE_GLOBS: dict[str, str] = {
     "answers": "answers/*.parquet",
     "judgments": "judgments/*.parquet",
     "llm_calls": "llm_calls/*.parquet",
+    "run_manifest": "manifest/run_manifest.parquet",  # pipeline/manifest.py
+    "integrity_flags": "manifest/integrity_flags.parquet",
 }
 
 # per-question stages (partitioned assets): their files share the status columns

@@ -422,7 +422,8 @@ class OpenAIChatClient(BaseModel):
             except openai.OpenAIError as exc:
                 return Failure(self._clean(f"{type(exc).__name__}: {exc}"), retryable=False)
             try:
-                completion = parse_completion(body, tools_requested="tools" in params)
+                required = params.get("tool_choice") not in (None, "auto", "none")  # "required", "any", a function
+                completion = parse_completion(body, tools_requested="tools" in params, tools_required=required)
             except MalformedReply as exc:
                 return Failure(self._clean(f"malformed reply: {exc}"), retryable=False)
             booking.used = _used_tokens(completion)

@@ -1,6 +1,6 @@
-"""Run one mem0 ingestion in a child process (the kill -9 test kills it mid-session).
+"""Run one product memory's ingestion in a child process (the kill -9 tests kill it mid-session).
 
-Usage: python -m tests.products_worker BASE_URL WORK_DIR
+Usage: python -m tests.products_worker BASE_URL WORK_DIR [KIND]   (KIND: mem0 (default) or langmem)
 """
 
 from __future__ import annotations
@@ -22,16 +22,17 @@ def deps_for(base_url: str, work: Path) -> MemoryDeps:
     return MemoryDeps(encoder(work / "embeddings"), llm=llm, state_dir=work / "results")
 
 
-def run(base_url: str, work: Path) -> str | None:
+def run(base_url: str, work: Path, kind: str = "mem0") -> str | None:
     from pipeline.config import ComponentConfig
+    from pipeline.kinds.memory import BUILTIN_MEMORY_SYSTEMS
     from pipeline.memory.systems import SystemSpec
-    from pipeline.products.mem0_memory import Mem0Memory
 
     deps = deps_for(base_url, work)
-    spec = SystemSpec.from_class(ComponentConfig(name="mem0", kind="mem0"), Mem0Memory, "hash-mem0", None)
-    outcome = ingest_haystack(spec, lambda: Mem0Memory({}, deps), HAYSTACK, build_haystack(), work / "ck.parquet")
+    cls = BUILTIN_MEMORY_SYSTEMS[kind]
+    spec = SystemSpec.from_class(ComponentConfig(name=kind, kind=kind), cls, f"hash-{kind}", None)
+    outcome = ingest_haystack(spec, lambda: cls({}, deps), HAYSTACK, build_haystack(), work / "ck.parquet")
     return outcome.error
 
 
 if __name__ == "__main__":
-    sys.exit(1 if run(sys.argv[1], Path(sys.argv[2])) else 0)
+    sys.exit(1 if run(sys.argv[1], Path(sys.argv[2]), *sys.argv[3:4]) else 0)

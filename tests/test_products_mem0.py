@@ -12,36 +12,27 @@ with the product's message, and the missing-library config error.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
-from pipeline.config import ComponentConfig, load_config
-from pipeline.config_resolve import resolve_config
+from pipeline.config import ComponentConfig
 from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.checkpoint import load
-from pipeline.memory.ingest import MemoryRun, ingest_haystack, ingestion_results, units_for
+from pipeline.memory.ingest import ingest_haystack
 from pipeline.memory.params import MemoryConfigError
-from pipeline.memory.retrieve import retrieval_results
 from pipeline.memory.systems import SystemSpec
 from pipeline.metrics.retrieval import PROTOCOL_EVIDENCE, Gold
 from pipeline.products import base as product_base
 from pipeline.products.base import KIND_PRODUCT_SESSION
 from pipeline.products.mem0_memory import Mem0Memory, Mem0Params
-from pipeline.question_driver import WorkItem
 from pipeline.report.retrieval_table import metric_rows
-from pipeline.store import ResultStore
 from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
-from tests.memory_fixtures import DATASET, HAYSTACK, HAYSTACK_2, build_haystack, encoder, question, write_toy_dataset
+from tests.memory_fixtures import DATASET, HAYSTACK, build_haystack, encoder, question
+from tests.product_fixtures import check_toy_stages, kill_during_session, missing_library_message, yaml_config
 from tests.products_worker import run as run_worker
 
 FACTS = {
@@ -154,17 +145,7 @@ def test_resume_after_crash_mid_session(server: FakeOpenAIServer, enc: Encoder, 
 def test_kill_9_mid_session_then_rerun(server: FakeOpenAIServer, tmp_path: Path) -> None:
     """A child process ingests; it is SIGKILLed while session 3's extraction call is in flight."""
     server.rules[0].faults.append(Fault.hang(120))  # the cello session (the last) hangs once
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.products_worker", server.base_url, str(tmp_path)], cwd=Path(__file__).parents[1]
-    )
-    try:
-        deadline = time.monotonic() + 300  # generous bound on a loaded machine: not a timing assertion
-        while server.request_count < 3 and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert server.request_count == 3, "the child never reached session 3"
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait()
+    kill_during_session(server, tmp_path, "mem0", requests=3)
     ck = load(tmp_path / "ck.parquet")
     assert ck is not None and ck.state.sessions_completed == 2
     server.reset_counts()
@@ -201,55 +182,20 @@ def test_needs_an_llm(enc: Encoder, tmp_path: Path) -> None:
         Mem0Memory({}, MemoryDeps(enc, llm=None, state_dir=tmp_path))
 
 
-def _yaml_config(tmp_path: Path, server: FakeOpenAIServer) -> Path:
-    path = tmp_path / "products.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "results_dir": str(tmp_path / "results"),
-                "datasets": [{"name": DATASET, "loader": "locomo", "path": "-"}],
-                "memory_systems": [{"name": "mem0-top3", "kind": "mem0", "params": {"top_k": 3}}],
-                "llm": {"base_url": server.base_url, "model": "fake-mem0", "max_retries": 0},
-            }
-        )
-    )
-    load_config.cache_clear()
-    return path
+def _config(tmp_path: Path, server: FakeOpenAIServer) -> Path:
+    return yaml_config(tmp_path, server, {"name": "mem0-top3", "kind": "mem0", "params": {"top_k": 3}}, "fake-mem0")
 
 
 def test_yaml_kind_through_the_ingestion_and_retrieval_stages(
     server: FakeOpenAIServer, enc: Encoder, tmp_path: Path
 ) -> None:
-    cfg = load_config(str(_yaml_config(tmp_path, server)))
-    store = ResultStore(results_dir=cfg.results_dir)
-    questions = [question("Which city did Alice visit?", "q1", 0), question("What instrument?", "q2", 1, HAYSTACK_2)]
-    write_toy_dataset(store, questions)
-    llm = OpenAIChatClient.from_benchmark(cfg)
-    run = MemoryRun(store, resolve_config(cfg), MemoryDeps(enc, llm=llm, state_dir=cfg.resolved_results_dir()))
-    units = tuple(units_for(resolve_config(cfg))(DATASET))
-    items = [WorkItem(q.partition_key, DATASET, q.question_id, units) for q in questions]
-    ingested = {key: results[0] for key, results in ingestion_results(run, items)}
-    assert {k: (r.status, r.payload["sessions_completed"]) for k, r in ingested.items()} == {
-        "toy__q1": ("ok", 3),
-        "toy__q2": ("ok", 2),
-    }
-    retrieved = {key: results[0] for key, results in retrieval_results(run, items)}
-    top = retrieved["toy__q1"].payload["units"][0]
-    assert (top["text"], top["session_key"], top["turn_ids"]) == ("Alice spent a week in Lisbon, Portugal", "s1", [])
-    assert retrieved["toy__q2"].payload["units"][0]["session_key"] == "s2"
-    assert json.loads(retrieved["toy__q2"].payload["notes"])["source_ids"] == "session"
+    check_toy_stages(_config(tmp_path, server), enc)
 
 
 def test_yaml_missing_library_fails_at_config_load(
     server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = product_base.importlib.util.find_spec
-    monkeypatch.setattr(product_base.importlib.util, "find_spec", lambda m: None if m == "mem0" else real(m))
-    cfg = load_config(str(_yaml_config(tmp_path, server)))
-    with pytest.raises(MemoryConfigError) as exc:
-        resolve_config(cfg)
-    message = str(exc.value)
-    assert "\n" not in message
+    message = missing_library_message(_config(tmp_path, server), "mem0", monkeypatch)
     assert "memory_systems[0] (name: mem0-top3)" in message
     assert "kind 'mem0' needs the Python package 'mem0ai==2.2.1'" in message
 

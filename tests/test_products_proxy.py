@@ -3,13 +3,15 @@
 What is asserted: replies and usage pass through; a rerun is answered from membench's cache (0
 upstream requests); tokens and calls are attributed to the phase current when the call arrived;
 the product never sees the real key (the upstream does); embeddings are membench's cached MiniLM
-vectors in both encodings the ``openai`` client uses; refused features fail with 400 naming them.
+vectors in both encodings the ``openai`` client uses; tool calls pass both ways and are cached;
+refused features fail with 400 naming them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import openai
@@ -25,7 +27,7 @@ from pipeline.products.proxy import (
     product_proxy,
 )
 from resources.llm import OpenAIChatClient
-from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
+from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server, tool_call
 from tests.memory_fixtures import encoder
 
 SECRET = "sk-upstream-secret-0123456789abcdef"
@@ -112,11 +114,55 @@ def test_embeddings_are_membench_vectors_in_float_and_base64(meter: Meter, enc: 
     assert meter.usage[PHASE_INGESTION].embed_texts == 4
 
 
+TOOLS = [{"type": "function", "function": {"name": "Memory", "parameters": {"type": "object"}}}]
+
+
+def test_tool_calls_round_trip_and_are_cached(server: FakeOpenAIServer, meter: Meter) -> None:
+    """A tool-calling turn and the follow-up with the tool's result pass through, both cached."""
+    call = tool_call("Memory", {"content": "Alice owns a puppy"}, "call_1")
+    server.add_script("remember Alice", [{"tool_calls": [call]}, {"content": "done"}])
+
+    def converse() -> tuple[openai.types.chat.ChatCompletion, openai.types.chat.ChatCompletion]:
+        asked: list[Any] = [{"role": "user", "content": "remember Alice"}]
+        first = _client(meter).chat.completions.create(model="m", messages=asked, tools=TOOLS, tool_choice="any")
+        turn = first.choices[0].message
+        asked += [turn.model_dump(exclude_none=True), {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]
+        return first, _client(meter).chat.completions.create(model="m", messages=asked, tools=TOOLS)
+
+    first, second = converse()
+    assert first.choices[0].finish_reason == "tool_calls"
+    assert [(c.id, c.function.name, c.function.arguments) for c in first.choices[0].message.tool_calls or []] == [
+        ("call_1", "Memory", '{"content": "Alice owns a puppy"}')
+    ]
+    assert second.choices[0].message.content == "done"
+    assert server.requests[0]["tools"] == TOOLS and server.requests[0]["tool_choice"] == "any"
+    assert server.requests[1]["messages"][1]["tool_calls"][0]["id"] == "call_1"
+    assert server.requests[1]["messages"][2] == {"role": "tool", "tool_call_id": "call_1", "content": "ok"}
+    again = converse()  # the script is spent: only membench's cache can answer the same turns
+    assert server.request_count == 2
+    assert again[0].choices[0].message.tool_calls == first.choices[0].message.tool_calls
+    assert meter.usage[PHASE_INGESTION].upstream_llm_calls == 2 and meter.usage[PHASE_INGESTION].llm_calls == 4
+
+
+def test_required_tool_call_answered_with_text_fails_uncached(server: FakeOpenAIServer, meter: Meter) -> None:
+    """An endpoint that ignores tool_choice (writes the call as text) fails the call, counted, never cached."""
+    server.add_rule("remember Bob", '{"name": "Memory", "arguments": {"content": "Bob runs"}}')
+    asked = [{"role": "user", "content": "remember Bob"}]
+    for _ in range(2):
+        with pytest.raises(openai.BadRequestError, match="required a tool call"):
+            _client(meter).chat.completions.create(model="m", messages=asked, tools=TOOLS, tool_choice="required")
+    assert server.request_count == 2  # the text reply was not cached
+    assert meter.usage[PHASE_INGESTION].failed_llm_calls == 2
+    assert meter.last_error is not None and "required a tool call" in meter.last_error
+    auto = _client(meter).chat.completions.create(model="m", messages=asked, tools=TOOLS)  # auto: text is an answer
+    assert auto.choices[0].message.content == '{"name": "Memory", "arguments": {"content": "Bob runs"}}'
+
+
 def test_refused_features_and_unknown_route(meter: Meter) -> None:
-    with pytest.raises(openai.BadRequestError, match="tools"):
+    with pytest.raises(openai.BadRequestError, match="functions"):
         _client(meter).chat.completions.create(
             model="m", messages=[{"role": "user", "content": "x"}],
-            tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
+            functions=[{"name": "f", "parameters": {}}],
         )  # fmt: skip
     gone = openai.OpenAI(base_url=product_proxy().base_url(Meter(None, None)), api_key="x", max_retries=0)
     with pytest.raises(openai.NotFoundError):

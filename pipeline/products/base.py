@@ -29,11 +29,12 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.checkpoint import file_safe
+from pipeline.memory.context import format_date
 from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams, parse_params
 from pipeline.products.proxy import PHASE_INGESTION, PHASE_SEARCH, Meter, product_proxy
 from pipeline.products.state import StateDir, StateUntrusted
@@ -43,12 +44,25 @@ KIND_PRODUCT_SESSION = "product_session"
 PRODUCTS_SUBDIR = "products"
 
 
-class ProductParams(SystemParams):
-    """Params every product accepts."""
+class ProductCallFailed(RuntimeError):
+    """An LLM call made by the product failed (after membench's retries) during an ingestion session."""
 
+
+class ProductParams(SystemParams):
+    """Params every product accepts; ``requires`` = (kind, module, package) is checked at config load."""
+
+    requires: ClassVar[tuple[str, str, str] | None] = None
     top_k: int = Field(default=20, gt=0)
     token_budget: int | None = Field(default=8_000, gt=0)
     model: str | None = None  # the chat model the product is told to use; None = the config's llm.model
+
+    @model_validator(mode="before")
+    @classmethod
+    def check_library(cls, data: Any) -> Any:
+        problem = missing_library(*cls.requires) if cls.requires else None
+        if problem:
+            raise ValueError(problem)
+        return data
 
 
 def missing_library(kind: str, module: str, package: str) -> str | None:
@@ -126,6 +140,12 @@ class ProductMemory:
         start = time.monotonic()
         with self.meter.in_phase(PHASE_INGESTION) as usage:
             memories = self._ingest(haystack_id, session) if session.turns else []
+        if usage.failed_llm_calls:  # the product carried on without that reply: the session is not done
+            raise ProductCallFailed(
+                f"{self.kind}: {usage.failed_llm_calls} LLM call(s) failed while the product ingested this session "
+                f"and it went on without them; the session is ingested again on the next run. Last error: "
+                f"{self.meter.last_error}"
+            )
         self.sessions_done += 1
         self.state.commit(self.sessions_done)
         record = {**usage.as_dict(), "seconds": round(time.monotonic() - start, 4), "memories": len(memories)}
@@ -186,6 +206,24 @@ class ProductMemory:
 
     @abstractmethod
     def _rebuild(self, memories: list[MemoryUnit]) -> None: ...
+
+
+def haystack_label(haystack_id: str) -> str:
+    """A stable, whitespace- and dot-free id for the haystack (mem0 user ids, LangGraph namespaces)."""
+    return "h" + hashlib.sha256(haystack_id.encode()).hexdigest()[:16]
+
+
+def session_messages(session: HaystackSession) -> list[dict[str, str]]:
+    """The session's turns as chat messages, each prefixed with the session date and the speaker
+    (the products take no per-message timestamp through their public add APIs)."""
+    date = session.session.datetime_raw or format_date(session.session.datetime)
+    out = []
+    for t in session.turns:
+        text = f"[{date}] {t.speaker}: {t.text}"
+        if t.caption:
+            text += f" [shares an image: {t.caption}]"
+        out.append({"role": "assistant" if t.role == "assistant" else "user", "content": text})
+    return out
 
 
 def usage_note(extra: dict[str, Any]) -> dict[str, Any]:

@@ -21,17 +21,22 @@ date, so its LLM cache entries are reused within one UTC day only.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MemoryUnit, RetrievalResult
-from pipeline.memory.context import ORDER_RANK, format_date, ranked_result
-from pipeline.products.base import ProductMemory, ProductParams, missing_library, usage_note
+from pipeline.memory.context import ORDER_RANK, ranked_result
+from pipeline.products.base import (
+    ProductMemory,
+    ProductParams,
+    haystack_label,
+    session_messages,
+    usage_note,
+)
 from pipeline.records import QuestionRow
 
 KIND = "mem0"
@@ -42,16 +47,9 @@ PROXY_KEY = "membench-proxy"  # the product never sees the real key: the proxy h
 
 
 class Mem0Params(ProductParams):
+    requires = (KIND, MODULE, PACKAGE)
     threshold: float = Field(default=0.1, ge=0, le=1)  # mem0's own default
     max_tokens: int = Field(default=2_000, gt=0)  # extraction replies list many facts
-
-    @model_validator(mode="before")
-    @classmethod
-    def check_library(cls, data: Any) -> Any:
-        problem = missing_library(KIND, MODULE, PACKAGE)
-        if problem:
-            raise ValueError(problem)
-        return data
 
 
 def _quiet_import() -> Any:
@@ -64,22 +62,6 @@ def _quiet_import() -> Any:
     mem0_telemetry.MEM0_TELEMETRY = False
     mem0_main.MEM0_TELEMETRY = False
     return mem0_main.Memory
-
-
-def user_id(haystack_id: str) -> str:
-    """mem0 rejects ids with whitespace: a stable, whitespace-free id for the haystack."""
-    return "h" + hashlib.sha256(haystack_id.encode()).hexdigest()[:16]
-
-
-def session_messages(session: HaystackSession) -> list[dict[str, str]]:
-    date = session.session.datetime_raw or format_date(session.session.datetime)
-    out = []
-    for t in session.turns:
-        text = f"[{date}] {t.speaker}: {t.text}"
-        if t.caption:
-            text += f" [shares an image: {t.caption}]"
-        out.append({"role": "assistant" if t.role == "assistant" else "user", "content": text})
-    return out
 
 
 class Mem0Memory(ProductMemory):
@@ -124,7 +106,7 @@ class Mem0Memory(ProductMemory):
     def _ingest(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:
         key = session.session.session_key
         meta = _meta(key, session.position, session.session.datetime)
-        out = self.memory.add(session_messages(session), user_id=user_id(haystack_id), metadata=meta)
+        out = self.memory.add(session_messages(session), user_id=haystack_label(haystack_id), metadata=meta)
         units, ts = [], session.session.datetime
         for i, r in enumerate(m for m in out.get("results", []) if m.get("event") == "ADD"):
             text = str(r.get("memory", ""))
@@ -137,11 +119,11 @@ class Mem0Memory(ProductMemory):
         """Re-add the checkpoint's memories verbatim (``infer=False``: no LLM call) with their metadata."""
         for u in memories:
             meta = _meta(u.session_key, u.session_position, u.timestamp)
-            self.memory.add(u.text, user_id=user_id(u.haystack_id), metadata=meta, infer=False)
+            self.memory.add(u.text, user_id=haystack_label(u.haystack_id), metadata=meta, infer=False)
 
     def _search(self, question: QuestionRow) -> RetrievalResult:
         found = self.memory.search(
-            question.question, top_k=self.params.top_k, filters={"user_id": user_id(question.haystack_id)},
+            question.question, top_k=self.params.top_k, filters={"user_id": haystack_label(question.haystack_id)},
             threshold=self.params.threshold,
         )  # fmt: skip
         ranked = []

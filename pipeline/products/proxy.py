@@ -10,9 +10,11 @@ Routes (one server per process, started on first use, daemon thread):
 
 - ``POST /m/<meter>/v1/chat/completions``: forwarded through the meter's ``ChatClient``. ``model``,
   ``temperature``, ``max_tokens`` (or ``max_completion_tokens``) and ``response_format`` /
-  ``seed`` / ``top_p`` / ``stop`` are forwarded (the latter as params, so they enter the cache key).
-  A request the client cannot represent (``tools``, ``n`` > 1, ``stream``) is refused with 400
-  naming the field: a product feature membench cannot serve fails loudly, never silently changes.
+  ``seed`` / ``top_p`` / ``stop`` and tool calling (``tools``, ``tool_choice``, ``parallel_tool_calls``;
+  the messages' ``tool_calls`` / ``tool_call_id``) are forwarded (as params, so they enter the cache
+  key), and a reply's ``tool_calls`` are returned as sent (LangMem extracts through tool calls).
+  A request the client cannot represent (legacy ``functions``, ``n`` > 1, ``stream``) is refused with
+  400 naming the field: a product feature membench cannot serve fails loudly, never silently changes.
 - ``POST /m/<meter>/v1/embeddings``: vectors from the meter's ``Encoder`` (membench's cached
   encoder, L2-normalised; ``encoding_format`` float or base64, as the ``openai`` client asks).
 
@@ -42,8 +44,12 @@ from pipeline.tokens import count_tokens
 PHASE_INGESTION = "ingestion"
 PHASE_SEARCH = "search"
 PHASES = (PHASE_INGESTION, PHASE_SEARCH)
-FORWARDED_PARAMS = ("response_format", "seed", "top_p", "stop", "presence_penalty", "frequency_penalty")
-REFUSED_FIELDS = ("tools", "functions", "tool_choice", "function_call", "stream")
+FORWARDED_PARAMS = (
+    "response_format", "seed", "top_p", "stop", "presence_penalty", "frequency_penalty",
+    "tools", "tool_choice", "parallel_tool_calls",
+)  # fmt: skip
+REFUSED_FIELDS = ("functions", "function_call", "stream")
+MESSAGE_TOOL_FIELDS = ("tool_calls", "tool_call_id", "name")  # kept on a message as the product sent them
 _JSON = "application/json"
 
 
@@ -94,6 +100,7 @@ class Meter:
     phase: str = PHASE_INGESTION
     usage: dict[str, Usage] = field(default_factory=lambda: {p: Usage() for p in PHASES})
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    last_error: str | None = None  # the latest failed LLM call's error (a product may swallow the failure)
 
     @contextmanager
     def in_phase(self, phase: str) -> Iterator[Usage]:
@@ -143,7 +150,7 @@ def chat_call(body: Mapping[str, Any]) -> ChatCall:
     """The ``ChatClient.chat`` arguments for a chat.completions request body (or ProxyRequestError)."""
     refused = [f for f in REFUSED_FIELDS if body.get(f)]
     if refused:
-        raise ProxyRequestError(f"membench's product proxy does not serve {refused} (text completions only)")
+        raise ProxyRequestError(f"membench's product proxy does not serve {refused} (use tools, without streaming)")
     if int(body.get("n") or 1) != 1:
         raise ProxyRequestError("membench's product proxy serves n=1 only")
     messages = body.get("messages")
@@ -161,7 +168,8 @@ def chat_call(body: Mapping[str, Any]) -> ChatCall:
 
 
 def _text_message(message: object) -> dict[str, Any]:
-    """A {role, content: str} message; list-of-parts content is joined when every part is text."""
+    """A {role, content: str} message (plus its tool-call fields); list-of-parts content is joined when
+    every part is text; an assistant turn of tool calls only (content null) gets content ""."""
     if not isinstance(message, dict) or "role" not in message:
         raise ProxyRequestError(f"a message is not an object with a role: {str(message)[:80]}")
     content = message.get("content")
@@ -174,7 +182,9 @@ def _text_message(message: object) -> dict[str, Any]:
         content = ""
     if not isinstance(content, str):
         raise ProxyRequestError("message content must be text")
-    return {"role": str(message["role"]), "content": content}
+    out: dict[str, Any] = {"role": str(message["role"]), "content": content}
+    out.update({k: message[k] for k in MESSAGE_TOOL_FIELDS if message.get(k) is not None})
+    return out
 
 
 def completion_body(reply: LLMReply, requested_model: str | None) -> dict[str, Any]:
@@ -188,13 +198,19 @@ def completion_body(reply: LLMReply, requested_model: str | None) -> dict[str, A
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.text},
-                "finish_reason": reply.finish_reason or "stop",
+                "message": _reply_message(reply),
+                "finish_reason": reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop"),
                 "logprobs": None,
             }
         ],
         "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
     }
+
+
+def _reply_message(reply: LLMReply) -> dict[str, Any]:
+    if not reply.tool_calls:
+        return {"role": "assistant", "content": reply.text}
+    return {"role": "assistant", "content": reply.text or None, "tool_calls": list(reply.tool_calls)}
 
 
 def embedding_inputs(body: Mapping[str, Any]) -> list[str]:
@@ -318,6 +334,7 @@ def _chat(meter: Meter, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     )
     meter.record("add_reply", reply)
     if not reply.ok:
+        meter.last_error = reply.error
         return 400, _error(f"upstream LLM call failed: {reply.error}", "upstream_error")
     return 200, completion_body(reply, call.model)
 

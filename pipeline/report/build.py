@@ -36,6 +36,8 @@ SECTIONS: dict[str, str] = {
     "paired_comparisons": "paired_comparisons",
     "mc_confusion": "mc_confusion",
     "retrieval": "retrieval_report",
+    "integrity_flags": "integrity_flags",  # pipeline/manifest.py: shown beside the numbers they qualify
+    "product_usage": "product_usage",  # pipeline/product_views.py
     **{view: view for view in (*OFFICIAL_VIEWS, "repeat_report", "judge_repeat_report")},  # official/repeat_views.py
 }
 

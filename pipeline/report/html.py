@@ -25,8 +25,10 @@ from typing import Any
 
 from pipeline.metrics.retrieval import RECALL_ANY
 from pipeline.report.build import REPORT_HTML, ReportData
+from pipeline.report.flags_html import dataset_flags, system_badges
 from pipeline.report.glossary import OFFLINE_LABEL, reader_display
 from pipeline.report.official_html import protocol_sections
+from pipeline.report.product_html import product_section
 from pipeline.report.questions import (
     MARK_CORRECT,
     MARK_EXCLUDED,
@@ -207,7 +209,7 @@ def page(title: str, body: str, root: str, script: str = "") -> str:
 
 
 # ---- tables ----------------------------------------------------------------------------------
-def systems_by_metrics(rows: Sequence[Row]) -> str:
+def systems_by_metrics(rows: Sequence[Row], badges: dict[str, str] | None = None) -> str:
     """Rows: system / reader; columns: judge metrics; cells: value [95 % CI] and problems."""
     if not rows:
         return '<p class="note">no judgments yet for this dataset</p>'
@@ -216,7 +218,7 @@ def systems_by_metrics(rows: Sequence[Row]) -> str:
     cells = {(series(r), r["metric"]): r for r in rows}
     head = "<th>system</th><th>reader</th>" + "".join(f"<th>{esc(m)}</th>" for m in metrics)
     body = "".join(
-        f"<tr><td>{esc(s)}</td><td>{reader_text(rd, labels[(s, rd)])}</td>"
+        f"<tr><td>{esc(s)}{(badges or {}).get(s, '')}</td><td>{reader_text(rd, labels[(s, rd)])}</td>"
         + "".join(value_cell(cells.get(((s, rd), m))) for m in metrics)
         + "</tr>"
         for s, rd in sorted(labels)
@@ -259,7 +261,7 @@ def simple_table(rows: Sequence[Row], columns: Sequence[tuple[str, Callable[[Row
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def retrieval_summary(rows: Sequence[Row]) -> str:
+def retrieval_summary(rows: Sequence[Row], badges: dict[str, str] | None = None) -> str:
     """Systems x the main retrieval metrics (all question types pooled)."""
     overall = [r for r in rows if r["type_raw"] == ALL_TYPES]
     if not overall:
@@ -279,7 +281,7 @@ def retrieval_summary(rows: Sequence[Row]) -> str:
         )
         latency = latency_ms(base.get("retrieval_latency_p50_s"), base.get("retrieval_latency_p95_s"))
         vals += f"<td class=num>{latency}</td>"
-        body.append(f"<tr><td>{esc(s)}</td><td class=num>{counts}</td>{vals}</tr>")
+        body.append(f"<tr><td>{esc(s)}{(badges or {}).get(s, '')}</td><td class=num>{counts}</td>{vals}</tr>")
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
@@ -326,7 +328,8 @@ def overview_section(data: ReportData, dataset: str) -> str:
         f'<h2 id="ds-{slug(dataset)}">{esc(dataset)} '
         f'<a class="note" href="{dataset_page(dataset)}">details, failures, every question →</a></h2>',
     ]
-    side = [f"<div><h3>systems x metrics</h3>{systems_by_metrics(acc)}</div>"]
+    parts.append(dataset_flags(data, dataset))  # integrity flags (pipeline/report/flags_html.py)
+    side = [f"<div><h3>systems x metrics</h3>{systems_by_metrics(acc, system_badges(data, dataset))}</div>"]
     metric = main_metric(acc)
     if metric:
         by_type = [r for r in data.rows("accuracy_by_type") if r["dataset"] == dataset and r["metric"] == metric]
@@ -489,7 +492,9 @@ def render_dataset(data: ReportData, dataset: str, questions: Sequence[QuestionV
     acc = [r for r in data.rows("accuracy") if r["dataset"] == dataset]
     by_type = [r for r in data.rows("accuracy_by_type") if r["dataset"] == dataset]
     index = {q.partition_key: i for i, q in enumerate(questions)}
-    parts = [f"<h1>{esc(dataset)}</h1>", "<h2>Answers: systems x metrics</h2>", systems_by_metrics(acc)]
+    badges = system_badges(data, dataset)  # integrity flags beside the numbers (pipeline/report/flags_html.py)
+    parts = [f"<h1>{esc(dataset)}</h1>", dataset_flags(data, dataset), "<h2>Answers: systems x metrics</h2>",
+             systems_by_metrics(acc, badges)]  # fmt: skip
     for metric in metric_order({r["metric"] for r in by_type}):
         rows = [r for r in by_type if r["metric"] == metric]
         if len({r["type_raw"] for r in rows}) > 1:
@@ -497,9 +502,10 @@ def render_dataset(data: ReportData, dataset: str, questions: Sequence[QuestionV
             parts += [f"<h3>{esc(metric)} by question type</h3>", types_by_systems(rows, overall)]
     parts += [
         "<h2>Retrieval (all question types)</h2>",
-        retrieval_summary([r for r in data.rows("retrieval") if r["dataset"] == dataset]),
+        retrieval_summary([r for r in data.rows("retrieval") if r["dataset"] == dataset], badges),
     ]
     parts += protocol_sections(data, dataset)  # pipeline/report/official_html.py
+    parts += product_section(data, dataset)  # pipeline/report/product_html.py
     parts += ["<h2>Plots</h2>", _plots(data, dataset)]
     paired = [r for r in data.rows("paired_comparisons") if r["dataset"] == dataset]
     if paired:
