@@ -6,12 +6,17 @@ question partitions themselves are known before the run (pipeline/datasets/keys.
 the same loaders); this asset logs an error when the files changed since the definitions loaded.
 """
 
+import contextlib
+import hashlib
+import json
 import os
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pandera
 from dagster import AssetExecutionContext
 
 from assets.layout import CANONICAL_TABLES, key, prefix_of
@@ -19,12 +24,14 @@ from assets.run_claim import check_scope
 from pipeline.config import BenchmarkConfig
 from pipeline.datasets.convert import ConvertStats, convert_datasets
 from pipeline.datasets.crosscheck import CrosscheckResult, apply_mc10_crosscheck
+from pipeline.fingerprint import pipeline_code_files, update_with_files
 from pipeline.records import TABLES
 from pipeline.schemas import validate_table_file
 from pipeline.store import ResultStore
 from resources.benchmark import BenchmarkResource, ResultStoreResource
 
 CHECK_NAME = "pandera_schema"
+VALIDATED_DIR = ".validated"  # <results>/.validated/<table>: inputs of the table's last passed check
 
 
 def require_persistent_instance(context: AssetExecutionContext) -> None:
@@ -60,8 +67,33 @@ def question_keys(store: ResultStore, dataset: str) -> list[str]:
     return keys
 
 
+def _validation_mark(store: ResultStore, table: str) -> Path:
+    return store.root / VALIDATED_DIR / table
+
+
+def _validation_inputs(store: ResultStore, datasets: list[str], table: str) -> str:
+    """Hash of what a table's check reads: its files (path, size, mtime) and the schema code."""
+    h = hashlib.sha256(f"{table}|{pandera.__version__}".encode())
+    paths = [store.canonical_path(ds, table) for ds in datasets]
+    update_with_files(h, [*pipeline_code_files(), *(p for p in paths if p.exists())])
+    return h.hexdigest()
+
+
 def validate(store: ResultStore, datasets: list[str], table: str, asset_key: dg.AssetKey) -> dg.AssetCheckResult:
-    """Run the table's pandera schema over every configured dataset's file, in bounded memory."""
+    """Run the table's pandera schema over every configured dataset's file, in bounded memory.
+
+    Why a mark: the files a rerun finds unchanged (same path, size and mtime; they are only
+    replaced by atomic rename) passed this very check when they were written, and reading them
+    all again was a second of every rerun of the sample. A failed check is never remembered.
+    """
+    inputs = _validation_inputs(store, datasets, table)
+    mark = _validation_mark(store, table)
+    with contextlib.suppress(FileNotFoundError, ValueError):
+        saved = json.loads(mark.read_text())
+        if saved.get("inputs") == inputs:
+            return dg.AssetCheckResult(
+                asset_key=asset_key, check_name=CHECK_NAME, passed=True, metadata={"rows": int(saved["rows"])}
+            )
     rows = 0
     for ds in datasets:
         path = store.canonical_path(ds, table)
@@ -77,6 +109,10 @@ def validate(store: ResultStore, datasets: list[str], table: str, asset_key: dg.
                 passed=False,
                 metadata={"dataset": ds, "failure_cases": dg.MetadataValue.md(cases)},
             )
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    tmp = mark.with_name(f".{table}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"inputs": inputs, "rows": rows}))
+    os.replace(tmp, mark)
     return dg.AssetCheckResult(asset_key=asset_key, check_name=CHECK_NAME, passed=True, metadata={"rows": rows})
 
 

@@ -28,7 +28,8 @@ from assets.partition_status import OUTPUT_MARKER, report_questions, run_keys
 from assets.retrieval import run_retrievals
 from assets.run_claim import check_scope
 from assets.run_console import questions_failed
-from assets.run_gate import finish_run, run_partition_keys
+from assets.run_gate import finish_run, is_last_step, run_partition_keys
+from assets.run_peers import peers_running, peers_still_running
 from pipeline.config_resolve import ResolvedConfig
 from pipeline.question_driver import StageOutcome
 from pipeline.row_checks import CHECKED_COLUMNS, check_rows
@@ -193,6 +194,23 @@ def _metadata(outcome: StageOutcome, store: ResultStore, extra: dict[str, Any]) 
     return meta
 
 
+def refresh_catalog_unless_peers(
+    context: dg.AssetExecutionContext, results: ResultStore, partitions_def: dg.PartitionsDefinition
+) -> None:
+    """Refresh the catalog after a stage, unless this is not the run's last step and other runs of the
+    config (backfill chunks) are still running: the last of them refreshes it over everything.
+
+    Why: each of K concurrent runs rebuilt the catalog after each of its stages (4 K rebuilds over
+    every result of the folder); the run's last step still refreshes it, its summary reads it.
+    """
+    if not is_last_step(context):
+        later = peers_running(context.instance, context.run, results.root, partitions_def)
+        if later:
+            context.log.info(f"catalog refresh left to the runs of this config still running ({len(later)})")
+            return
+    results.refresh_catalog()
+
+
 def build_stage_asset(
     prefix: str, sd: StageDef, partitions_def: dg.PartitionsDefinition, backfill_policy: dg.BackfillPolicy
 ) -> dg.AssetsDefinition:
@@ -223,7 +241,7 @@ def build_stage_asset(
         results = store.store()
         keys = run_keys(context)
         outcome, extra = sd.runner(context, bench, results, keys, StageClients(embeddings, llm, judge_llm))
-        results.refresh_catalog()
+        refresh_catalog_unless_peers(context, results, partitions_def)
         checks = [_rows_check(results, sd.name, asset_key, outcome.written)]
         # the output marks its asset events as logged here: per question, ok ones materialized, failed ones not
         yield dg.MaterializeResult(
@@ -233,7 +251,7 @@ def build_stage_asset(
         context.log.info(f"{sd.name}: {materialized} questions materialized, {failed} failed (not materialized)")
         if outcome.stopped:
             context.log.error(outcome.stopped)
-        finish_run(context, results, partitions_def, [d.name for d in bench.config.datasets])
+        finish_run(context, results, partitions_def, [d.name for d in bench.config.datasets], peers_still_running)
 
     return _stage
 

@@ -11,7 +11,8 @@ dataset of the run failed to load. A failed run is what makes Dagster show exact
 partitions as Failed (assets/partition_status.py), and ``dagster job execute`` exit non-zero.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import dagster as dg
 import pyarrow.parquet as pq
@@ -24,6 +25,7 @@ from pipeline.partitions import dataset_of
 from pipeline.report.refresh import refresh_report_files
 from pipeline.store import ResultStore
 
+PeerCheck = Callable[[dg.DagsterInstance, dg.DagsterRun, Path, dg.PartitionsDefinition], list[str]]
 PARTITION_TAG = "dagster/partition"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
@@ -67,7 +69,8 @@ def failed_by_stage(store: ResultStore, stages: Sequence[str], keys: Sequence[st
     """stage -> (failed questions among ``keys``, one example error), from the progress view."""
     if not stages or not keys:
         return {}
-    with store.reader() as con:  # the catalog when current: the run's last step stays cheap on a rerun
+    # the catalog as last rebuilt: this step refreshed it after its writes (views read the files at query time)
+    with store.reader(as_written=True) as con:
         if "progress" not in {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}:
             return {}
         rows = con.execute(FAILED_SQL, {"stages": list(stages), "keys": list(keys)}).fetchall()
@@ -108,19 +111,29 @@ def finish_run(
     store: ResultStore,
     partitions_def: dg.PartitionsDefinition,
     datasets: Sequence[str] = (),
+    peers: PeerCheck | None = None,
 ) -> None:
-    """At the run's last step: summary line, report refresh, and a failed run if questions or datasets failed."""
+    """At the run's last step: summary line, report refresh, and a failed run if questions or datasets failed.
+
+    ``peers`` (assets/run_peers.py): the other runs of the config still to finish; when there are
+    any, the report refresh is left to the last of them.
+    """
     if not is_last_step(context):
         return
     steps = _run_steps(context)
     if not steps & set(REPORTS) and steps & set(STAGES):
-        try:
-            benchmark = getattr(context.resources, "benchmark", None)  # the stage's BenchmarkResource
-            if benchmark is not None:  # the run's manifest follows the rows it re-ran (pipeline/manifest.py)
-                write_manifest(benchmark.resolved(), store)
-            context.log.info(f"report refreshed: {refresh_report_files(store)}")
-        except Exception as exc:  # the run's outcome is its questions; a report bug must not hide it
-            context.log.error(f"report refresh failed ({type(exc).__name__}: {exc}); results are intact")
+        later = peers(context.instance, context.run, store.root, partitions_def) if peers else []
+        if later:
+            running = ", ".join(later)
+            context.log.info(f"report left to the last run of this config to finish (still running: {running})")
+        else:
+            try:
+                benchmark = getattr(context.resources, "benchmark", None)  # the stage's BenchmarkResource
+                if benchmark is not None:  # the run's manifest follows the rows it re-ran (pipeline/manifest.py)
+                    write_manifest(benchmark.resolved(), store)
+                context.log.info(f"report refreshed: {refresh_report_files(store)}")
+            except Exception as exc:  # the run's outcome is its questions; a report bug must not hide it
+                context.log.error(f"report refresh failed ({type(exc).__name__}: {exc}); results are intact")
     stages = [s for s in STAGES if s in steps]
     keys = run_partition_keys(context, partitions_def)
     failed = failed_by_stage(store, stages, keys)

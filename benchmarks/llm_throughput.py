@@ -23,6 +23,8 @@ The server notes when each request arrives, so the figures are counted, not gues
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import sys
 import tempfile
 import time
@@ -39,6 +41,9 @@ from concurrent_runs import dagster, materialize, results, wait_all, write_slice
 from concurrent_runs import write_config as base_config  # noqa: E402
 from run_env import dagster_env  # noqa: E402
 
+from pipeline.coalesce import CoalesceCounts, Coalescer  # noqa: E402
+from pipeline.report.refresh import REPORT_WORK  # noqa: E402
+from pipeline.store import CATALOG_WORK  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 JUDGE_MARK = "Answer yes or no only."  # in every official LongMemEval judge prompt
@@ -71,10 +76,27 @@ def stage_rate(times: list[float]) -> StageRate | None:
     return StageRate(len(times), (hi - lo) / span if span > 0 else float("inf"), times[0], times[-1])
 
 
+def shared_work(folder: Path) -> dict[str, CoalesceCounts]:
+    """How often the catalog rebuild and the report refresh ran / were found done (pipeline/coalesce.py)."""
+    root = folder / "results"
+    return {name: Coalescer(root, name).counts() for name in (CATALOG_WORK, REPORT_WORK)}
+
+
+def shared_work_line(before: dict[str, CoalesceCounts], after: dict[str, CoalesceCounts]) -> str:
+    parts = [
+        f"{name} {after[name].done - before[name].done} run, {after[name].skipped - before[name].skipped} found done"
+        for name in after
+    ]
+    return "  whole-folder work during the runs: " + "; ".join(parts)
+
+
 def timed_mode(
     folder: Path, data: Path, keys: list[str], runs: int, server: FakeOpenAIServer, cap: int, quota: dict[str, int]
 ) -> tuple[float, float]:
-    """Prepare untimed, then ``runs`` concurrent runs of the per-question stages: (start, wall seconds)."""
+    """Prepare untimed, then ``runs`` concurrent runs of the per-question stages: (start, wall seconds).
+
+    Prints how often the catalog and the report were rebuilt by the timed runs.
+    """
     env = dagster_env(folder, write_config(folder, data, server.base_url, cap, quota))
     wait_all([dagster(["job", "execute", "-j", "retrieval_benchmark"], env)])
     size = -(-len(keys) // runs)
@@ -84,9 +106,19 @@ def timed_mode(
         server.accepted.clear()
         server.rejected = 0
         server.rejected_by.clear()
+    before = shared_work(folder)
+    load = os.getloadavg()[0]
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     wait_all([materialize(chunk, env) for chunk in chunks])
-    return start, time.monotonic() - start
+    wall = time.monotonic() - start
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(
+        f"  CPU of the runs {used.ru_utime - cpu.ru_utime + used.ru_stime - cpu.ru_stime:.1f} s (user+sys); "
+        f"load average at start {load:.1f} on {os.cpu_count()} cores"
+    )
+    print(shared_work_line(before, shared_work(folder)))
+    return start, wall
 
 
 def report(label: str, server: FakeOpenAIServer, start: float, wall: float, n: int, capacity: float) -> None:

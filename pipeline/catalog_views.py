@@ -11,6 +11,7 @@ import duckdb
 
 from pipeline.agentic_views import create_agent_memory_log, create_agentic_views
 from pipeline.catalog_docs import comment_catalog
+from pipeline.metrics.stats import MACROS
 from pipeline.official_views import create_official_views
 from pipeline.product_views import create_product_views
 from pipeline.repeat_views import create_repeat_views
@@ -136,7 +137,8 @@ def _copy_user_objects(con: duckdb.DuckDBPyConnection, old_catalog: Path) -> lis
     old = _objects(con, _OLD)
     tables = old["table"]
     views = [(s, n, d) for s, n, d in old["view"] if n not in our_names]
-    macros = [n for _, n, _ in old["macro"] if n not in our_names]
+    # membench's statistics macros are never the user's, whether or not this build defined them
+    macros = [n for _, n, _ in old["macro"] if n not in our_names and n not in MACROS]
     blocked = [f"macro {n}" for n in macros] + [f"{k} {n}" for k in ("sequence", "type") for _, n, _ in old[k]]
     blocked += [f"table {n} (a membench view has this name)" for _, n, _ in tables if n in our_names]
     if blocked:

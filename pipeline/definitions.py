@@ -30,7 +30,7 @@ from pipeline.config import BenchmarkConfig, load_config
 from pipeline.config_resolve import check_config
 from pipeline.datasets.keys import config_keys
 from pipeline.entry_errors import exit_on_config_error
-from pipeline.heap import limit_arenas, release_and_report
+from pipeline.heap import keep_out_of_collections, limit_arenas, release_and_report
 from resources.factory import build_resources
 
 BACKFILL_CHUNK_ENV = "MEMBENCH_BACKFILL_CHUNK"
@@ -141,4 +141,6 @@ def defs() -> dg.Definitions:
     point asks for the definitions.
     """
     limit_arenas()  # every step runs in this process (in-process executor): see pipeline/heap.py
-    return exit_on_config_error(build_defs)  # one line, not a traceback, under `dagster job execute`
+    loaded = exit_on_config_error(build_defs)  # one line, not a traceback, under `dagster job execute`
+    keep_out_of_collections()  # imports and definitions live as long as the process: see pipeline/heap.py
+    return loaded

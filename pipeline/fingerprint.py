@@ -8,6 +8,7 @@ an input of each. A fourth copy of the loop would drift.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,17 @@ PIPELINE_ROOT = Path(__file__).resolve().parent  # the pipeline package
 
 
 def pipeline_code_files() -> list[Path]:
-    """Every Python file of the pipeline package, sorted (view SQL, metrics, unit texts, report)."""
-    return sorted(PIPELINE_ROOT.rglob("*.py"))
+    """Every Python file of the pipeline package, sorted (view SQL, metrics, unit texts, report).
+
+    The list is walked once per process (every step of a run asked for it, some several times);
+    each file's size and mtime are still read by every fingerprint, so an edit is seen.
+    """
+    return list(_code_files())
+
+
+@functools.cache
+def _code_files() -> tuple[Path, ...]:
+    return tuple(sorted(PIPELINE_ROOT.rglob("*.py")))
 
 
 def update_with_files(h: Any, files: Iterable[Path]) -> None:

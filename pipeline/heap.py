@@ -48,6 +48,18 @@ def limit_arenas(arenas: int = ARENAS) -> bool:
     return bool(libc is not None and libc.mallopt(M_ARENA_MAX, arenas) == 1)
 
 
+def keep_out_of_collections() -> None:
+    """Move every object alive now out of the reach of later full garbage collections (``gc.freeze``).
+
+    Why: each step of a run ends with a full collection (``release_freed``); with Dagster, pandas,
+    DuckDB and the definitions loaded that walks ~400k objects, 0.21 s CPU each (measured), eight
+    times per run of the sample, and finds nothing among them: modules, classes and definitions
+    live as long as the process. Called once they are loaded, later collections walk only what the
+    steps allocate. Objects freed by reference counting are freed as before.
+    """
+    gc.freeze()
+
+
 def release_freed() -> bool:
     """Collect garbage, then hand free heap pages back to the OS; True when memory was released."""
     gc.collect()

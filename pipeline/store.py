@@ -34,12 +34,14 @@ from pipeline.catalog_views import (
     keep_user_objects,
     view_creator_names,
 )
+from pipeline.coalesce import Coalescer
 from pipeline.fingerprint import pipeline_code_files, update_with_files
 from pipeline.heap import trim_heap
 from pipeline.records import CANONICAL_TABLES, DATASET_FAILURE_KEY_SQL, LOAD_FAILURE_KEY_SQL
 
 CATALOG_NAME = "results.duckdb"
 CATALOG_MARK = ".catalog_inputs"  # fingerprint of what the current results.duckdb was built from
+CATALOG_WORK = "catalog"  # coalesced rebuilds: .catalog.tickets / .catalog.lock / .catalog.coalesce
 UNVIEWED_DIRS = frozenset({"_index"})  # Parquet under parquet/ that no view reads
 PINNED_DIR = ".pinned"  # <results>/.pinned/<pid>-<uuid>/parquet/...: hard links an open connection reads
 _log = logging.getLogger(__name__)
@@ -406,7 +408,7 @@ class ResultStore:
             yield con
 
     @contextlib.contextmanager
-    def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def reader(self, as_written: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection for read-only queries of the results' views.
 
         Why: ``connect()`` creates every view afresh, which binds each over its files (~6 s on
@@ -414,9 +416,14 @@ class ResultStore:
         them and opens in milliseconds. So: the catalog, read-only, when it is current (built
         from exactly these files and untouched since); else, or when it cannot be opened (a
         session holds it read-write), ``connect()``. ``user_db`` is only attached by ``connect()``.
+
+        ``as_written``: the catalog as its last rebuild wrote it, whatever was written since (for a
+        caller that refreshed it after its own writes: its views read the files at query time, so
+        only a table that did not exist at that rebuild would be missing).
         """
         con = None
-        if self.catalog_path.exists() and self._catalog_if_current(self.catalog_fingerprint()) is not None:
+        current = self._catalog_as_written(None if as_written else self.catalog_fingerprint())
+        if self.catalog_path.exists() and current is not None:
             with contextlib.suppress(duckdb.Error):
                 con = open_catalog(self.catalog_path, read_only=True)
         if con is None:
@@ -442,8 +449,14 @@ class ResultStore:
         Kept as it is when nothing it is built from changed since it was built (see
         ``catalog_fingerprint``) and the file is exactly as it was written: rebuilding takes ~6 s
         on the full shared benchmark and every stage of a run refreshes the catalog.
+
+        Coalesced across processes (pipeline/coalesce.py): a caller that waited while another
+        rebuilt it from a state that already held this caller's files takes that catalog as it is.
         """
         self.root.mkdir(parents=True, exist_ok=True)
+        return Coalescer(self.root, CATALOG_WORK).run(self._refresh_catalog_now, self._catalog_as_written)
+
+    def _refresh_catalog_now(self) -> list[str]:
         fingerprint = self.catalog_fingerprint()
         kept = self._catalog_if_current(fingerprint)
         if kept is not None:
@@ -472,22 +485,27 @@ class ResultStore:
         update_with_files(h, files)
         return h.hexdigest()
 
-    def _catalog_if_current(self, fingerprint: str) -> list[str] | None:
-        """The views of the current catalog when it was built from these inputs and not touched since.
+    def _catalog_as_written(self, fingerprint: str | None = None) -> list[str] | None:
+        """The catalog's views when the file is exactly as its last rebuild wrote it.
 
-        A write-ahead log next to it (a session is writing), or any change to the file (a user's
-        own table), means a rebuild, which carries the user's objects over or refuses loudly.
+        ``fingerprint``: and only when that rebuild was made from these inputs. A write-ahead log
+        next to it (a session is writing), or any change to the file (a user's own table), means a
+        rebuild, which carries the user's objects over or refuses loudly.
         """
         try:
             saved = json.loads((self.root / CATALOG_MARK).read_text())
             st = self.catalog_path.stat()
         except (FileNotFoundError, ValueError):
             return None
-        if Path(f"{self.catalog_path}.wal").exists() or saved.get("fingerprint") != fingerprint:
+        if Path(f"{self.catalog_path}.wal").exists() or saved.get("catalog") != [st.st_size, st.st_mtime_ns]:
             return None
-        if saved.get("catalog") != [st.st_size, st.st_mtime_ns]:
+        if fingerprint is not None and saved.get("fingerprint") != fingerprint:
             return None
         return list(saved.get("views", []))
+
+    def _catalog_if_current(self, fingerprint: str) -> list[str] | None:
+        """The views of the current catalog when it was built from these inputs and not touched since."""
+        return self._catalog_as_written(fingerprint)
 
     def _rebuild_catalog(self) -> list[str]:
         """Build the catalog under a temp name and rename it over the old one (see refresh_catalog)."""

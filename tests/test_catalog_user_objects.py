@@ -12,8 +12,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from pipeline.catalog_views import USER_DATABASE
-from pipeline.store import ResultStore, open_catalog
+from pipeline.catalog_views import USER_DATABASE, comment_views
+from pipeline.store import CATALOG_MARK, ResultStore, open_catalog
 
 
 def _questions(n: int) -> pa.Table:
@@ -153,3 +153,41 @@ def test_unchanged_catalog_is_kept_and_any_change_rebuilds_it(store: ResultStore
         assert con.execute("SELECT x FROM mine").fetchone() == (1,)
     finally:
         con.close()
+
+
+def _finished(store: ResultStore) -> None:
+    """A catalog as a finished run leaves it: the report views' statistics macros are in it."""
+    con = open_catalog(store.catalog_path)
+    try:
+        rows = con.execute("SELECT function_name FROM duckdb_functions() WHERE NOT internal").fetchall()
+    finally:
+        con.close()
+    assert {"mb_boot_index", "bootstrap_mean_ci", "wilson_low"} <= {r[0] for r in rows}
+
+
+def test_a_finished_catalog_is_rebuilt_despite_the_report_macros(
+    store: ResultStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    _finished(store)
+    (store.root / CATALOG_MARK).unlink()  # forces a rebuild over the old file
+    store.write(store.canonical_path("d", "questions"), _questions(3))
+    with caplog.at_level(logging.WARNING, logger="pipeline.store"):
+        assert "questions" in store.refresh_catalog()
+    assert "not rebuilt" not in caplog.text
+    # a store whose view creators define no macros (a subset of CATALOG_VIEWS) rebuilds it too:
+    # the old file's membench macros are membench's, not a user's object to refuse over
+    plain = ResultStore(results_dir=store.results_dir, views=(comment_views,))
+    store.write(store.canonical_path("d", "questions"), _questions(4))
+    with caplog.at_level(logging.WARNING, logger="pipeline.store"):
+        assert "questions" in plain.refresh_catalog()
+    assert "not rebuilt" not in caplog.text
+    con = open_catalog(store.catalog_path)
+    try:
+        assert con.execute("SELECT count(*) FROM questions").fetchone() == (4,)
+    finally:
+        con.close()
+    _user_session(store, "CREATE MACRO twice(x) AS 2 * x")  # a user's macro still keeps the old file
+    store.write(store.canonical_path("d", "questions"), _questions(5))
+    with caplog.at_level(logging.WARNING, logger="pipeline.store"):
+        assert store.refresh_catalog() == []
+    assert "macro twice" in caplog.text and "mb_boot_index" not in caplog.text

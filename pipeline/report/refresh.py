@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipeline.coalesce import Coalescer
 from pipeline.fingerprint import pipeline_code_files, update_with_files
 from pipeline.report import html as report_html
 from pipeline.report.build import (
@@ -33,6 +34,7 @@ from pipeline.report.glossary import judge_metric_definitions
 from pipeline.store import ResultStore
 
 REPORT_INPUTS = ".report_inputs"  # under the results folder: fingerprint of what the report files show
+REPORT_WORK = "report"  # coalesced refreshes: .report.tickets / .report.lock / .report.coalesce
 UNREAD_STAGES = frozenset({"embeddings", "_index"})  # Parquet the report never reads
 
 
@@ -87,8 +89,24 @@ def write_report_files(
 def build_report(store: ResultStore) -> tuple[ReportData, bool]:
     """(report data, whether the files were rewritten): rebuilt only when its inputs changed.
 
-    Call after ``store.refresh_catalog()``. With no judgments yet, nothing is written.
+    Call after ``store.refresh_catalog()``. With no judgments yet, nothing is written. Coalesced
+    across processes like the catalog (pipeline/coalesce.py): a caller that waited while another
+    process refreshed it from a state that held this caller's results takes those files.
     """
+    return Coalescer(store.root, REPORT_WORK).run(lambda: _build_report_now(store), lambda: _written_report(store))
+
+
+def _written_report(store: ResultStore) -> tuple[ReportData, bool] | None:
+    """The report files as last written (not rewritten now), None when there are none to read."""
+    if not (store.root / REPORT_HTML).exists():
+        return None
+    try:
+        return ReportData(**json.loads((store.root / RESULTS_JSON).read_text())), False
+    except (FileNotFoundError, ValueError, TypeError):
+        return None
+
+
+def _build_report_now(store: ResultStore) -> tuple[ReportData, bool]:
     fingerprint = report_fingerprint(store)
     kept = current_report(store, fingerprint)
     if kept is not None:
