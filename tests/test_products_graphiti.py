@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -25,19 +26,33 @@ from pathlib import Path
 
 import kuzu
 import pytest
+import yaml
 
-from pipeline.config import ComponentConfig
+from pipeline.config import ComponentConfig, load_config
+from pipeline.config_resolve import resolve_config
 from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.checkpoint import load
-from pipeline.memory.ingest import IngestOutcome, ingest_haystack
+from pipeline.memory.ingest import IngestOutcome, MemoryRun, ingest_haystack, ingestion_results, units_for
+from pipeline.memory.retrieve import retrieval_results
 from pipeline.memory.systems import SystemSpec
 from pipeline.products import base as product_base
 from pipeline.products.base import KIND_PRODUCT_SESSION
 from pipeline.products.graphiti_memory import KIND_GRAPH_DELTA, GraphitiMemory, GraphitiParams
+from pipeline.question_driver import WorkItem
+from pipeline.store import ResultStore
 from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
 from tests.graphiti_worker import run as run_worker
-from tests.memory_fixtures import HAYSTACK, SESSIONS, build_haystack, encoder, question
+from tests.memory_fixtures import (
+    DATASET,
+    HAYSTACK,
+    HAYSTACK_2,
+    SESSIONS,
+    build_haystack,
+    encoder,
+    question,
+    write_toy_dataset,
+)
 
 # per session (by its first line): entities, then facts (source, target, relation, fact)
 SCRIPT: list[tuple[list[str], list[tuple[str, str, str, str]]]] = [
@@ -131,7 +146,25 @@ def stored(tmp: Path) -> dict[str, list[tuple[str, ...]]]:
     }
 
 
-def test_ingest_store_retrieve_and_usage(server: FakeOpenAIServer, enc: Encoder, tmp_path: Path) -> None:
+@pytest.fixture
+def outbound(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every socket connection to a non-loopback address (graphiti, Kuzu, the openai client)."""
+    seen: list[object] = []
+    real = socket.socket.connect
+
+    def connect(self: socket.socket, address: object) -> None:
+        host = address[0] if isinstance(address, tuple) else str(address)
+        if not (self.family == socket.AF_UNIX or str(host) in ("127.0.0.1", "::1", "localhost")):
+            seen.append(address)
+        real(self, address)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    return seen
+
+
+def test_ingest_store_retrieve_and_usage(
+    server: FakeOpenAIServer, enc: Encoder, tmp_path: Path, outbound: list[object]
+) -> None:
     outcome = _ingest(_deps(server, enc, tmp_path), tmp_path)
     assert outcome.error is None and outcome.sessions_completed == 3
     assert server.request_count == sum(CALLS_PER_SESSION)
@@ -157,6 +190,7 @@ def test_ingest_store_retrieve_and_usage(server: FakeOpenAIServer, enc: Encoder,
     assert "Lisbon" in result.context
     cello = memory.retrieve(question("What instrument is Alice learning?"))
     assert cello.units[0].session_key == "s2"
+    assert outbound == []  # nothing reached out: every call went to the proxy and the fake server
 
 
 def test_rerun_makes_no_upstream_call(server: FakeOpenAIServer, enc: Encoder, tmp_path: Path) -> None:
@@ -253,3 +287,36 @@ def test_missing_library_is_one_config_line(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(product_base.importlib.util, "find_spec", lambda m: None if m == "kuzu" else real(m))
     with pytest.raises(ValueError, match=r"kind 'graphiti' needs the Python package 'graphiti-core\[kuzu\]==0.31.2'"):
         GraphitiParams()
+
+
+def test_yaml_kind_through_the_ingestion_and_retrieval_stages(
+    server: FakeOpenAIServer, enc: Encoder, tmp_path: Path
+) -> None:
+    path = tmp_path / "graphiti.yaml"
+    config = {
+        "results_dir": str(tmp_path / "results"),
+        "datasets": [{"name": DATASET, "loader": "locomo", "path": "-"}],
+        "memory_systems": [{"name": "graphiti-mmr", "kind": "graphiti", "params": {"recipe": "edge_hybrid_mmr"}}],
+        "llm": {"base_url": server.base_url, "model": "fake-graphiti", "max_retries": 0},
+    }
+    path.write_text(yaml.safe_dump(config))
+    load_config.cache_clear()
+    cfg = load_config(str(path))
+    store = ResultStore(results_dir=cfg.results_dir)
+    questions = [question("Which city did Alice visit?", "q1", 0), question("What instrument?", "q2", 1, HAYSTACK_2)]
+    write_toy_dataset(store, questions)
+    llm = OpenAIChatClient.from_benchmark(cfg)
+    bench = resolve_config(cfg)
+    run = MemoryRun(store, bench, MemoryDeps(enc, llm=llm, state_dir=cfg.resolved_results_dir()))
+    items = [WorkItem(q.partition_key, DATASET, q.question_id, tuple(units_for(bench)(DATASET))) for q in questions]
+    ingested = {key: results[0] for key, results in ingestion_results(run, items)}
+    assert {k: (r.status, r.payload["sessions_completed"]) for k, r in ingested.items()} == {
+        "toy__q1": ("ok", 3),
+        "toy__q2": ("ok", 2),
+    }
+    retrieved = {key: results[0] for key, results in retrieval_results(run, items)}
+    top = retrieved["toy__q1"].payload["units"][0]
+    assert (top["text"], top["session_key"], top["turn_ids"]) == ("Alice spent a week in Lisbon, Portugal", "s1", [])
+    assert {u["session_key"] for u in retrieved["toy__q2"].payload["units"]} <= {"s1", "s2"}  # its own graph only
+    notes = json.loads(retrieved["toy__q2"].payload["notes"])
+    assert (notes["source_ids"], notes["recipe"]) == ("session", "edge_hybrid_mmr")

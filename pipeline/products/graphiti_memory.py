@@ -27,9 +27,9 @@ Choices forced by graphiti 0.31.2 on Kuzu (checked here):
 
 Resumption: besides the per-session snapshot of the Kuzu file (pipeline/products/state.py, the
 database is checkpointed before it is copied), each session leaves one ``graph_delta`` unit: the
-episode, entities, facts and mention edges that ``add_episode`` wrote, with their embeddings. When
+episode, entities, facts and mention edges that ``add_episode`` wrote (without their vectors). When
 no snapshot can be trusted the graph is rebuilt by saving those objects again in session order
-(graphiti's own ``save``; no LLM call).
+(graphiti's own ``save``; no LLM call; names and facts embedded again by membench's cached encoder).
 """
 
 from __future__ import annotations
@@ -179,10 +179,10 @@ class GraphitiMemory(ProductMemory):
             MemoryUnit(f"{key}#graphiti-{i}", haystack_id, key, session.position, (), e.fact, when, "memory", "note")
             for i, e in enumerate(created)
         ]
-        delta = {
+        delta = {  # without the vectors: a rebuild embeds names and facts again (membench's embedding cache)
             "episode": episode.model_dump(mode="json"),
-            "nodes": [n.model_dump(mode="json") for n in result.nodes],
-            "edges": [e.model_dump(mode="json") for e in result.edges],
+            "nodes": [n.model_dump(mode="json", exclude={"name_embedding"}) for n in result.nodes],
+            "edges": [e.model_dump(mode="json", exclude={"fact_embedding"}) for e in result.edges],
             "episodic_edges": [e.model_dump(mode="json") for e in result.episodic_edges],
         }
         text = json.dumps(delta, sort_keys=True)
@@ -191,16 +191,21 @@ class GraphitiMemory(ProductMemory):
         return units
 
     def _rebuild(self, memories: list[MemoryUnit]) -> None:
-        """Save every session's episode, entities, facts and mentions again, in session order (no LLM call)."""
+        """Save every session's episode, entities, facts and mentions again, in session order: no LLM call;
+        names and facts are embedded again through the proxy (membench's embedding cache)."""
         from graphiti_core.edges import EntityEdge, EpisodicEdge
         from graphiti_core.nodes import EntityNode, EpisodicNode
 
         deltas = sorted((u for u in memories if u.kind == KIND_GRAPH_DELTA), key=lambda u: u.session_position)
         for unit in deltas:
             delta = json.loads(unit.text)
-            objects: list[Any] = [EpisodicNode.model_validate(delta["episode"])]
-            objects += [EntityNode.model_validate(n) for n in delta["nodes"]]
-            objects += [EntityEdge.model_validate(e) for e in delta["edges"]]
+            nodes = [EntityNode.model_validate(n) for n in delta["nodes"]]
+            edges = [EntityEdge.model_validate(e) for e in delta["edges"]]
+            for node in nodes:
+                self._run(node.generate_name_embedding(self.graphiti.embedder))
+            for edge in edges:
+                self._run(edge.generate_embedding(self.graphiti.embedder))
+            objects: list[Any] = [EpisodicNode.model_validate(delta["episode"]), *nodes, *edges]
             objects += [EpisodicEdge.model_validate(e) for e in delta["episodic_edges"]]
             for obj in objects:
                 self._run(obj.save(self.driver))
