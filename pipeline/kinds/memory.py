@@ -13,7 +13,7 @@ from pipeline.agentic.mcp import memory as mcp_memory
 from pipeline.memory import full_context, locomo_full_context, notes, rag, summaries
 from pipeline.memory.base import MemorySystem
 from pipeline.memory.hybrid import HybridMemory
-from pipeline.products import graphiti_memory, mem0_memory
+from pipeline.products import graphiti_memory, hindsight_memory, mem0_memory
 from pipeline.registry import Registry
 
 BUILTIN_MEMORY_SYSTEMS: Mapping[str, type[MemorySystem]] = {
@@ -25,6 +25,7 @@ BUILTIN_MEMORY_SYSTEMS: Mapping[str, type[MemorySystem]] = {
     "hybrid": HybridMemory,
     mem0_memory.KIND: mem0_memory.Mem0Memory,
     graphiti_memory.KIND: graphiti_memory.GraphitiMemory,
+    hindsight_memory.KIND: hindsight_memory.HindsightMemory,
     agent_memory.KIND: agent_memory.AgentMemory,
     mcp_memory.KIND: mcp_memory.McpMemory,
 }
