@@ -42,7 +42,7 @@ from pipeline.question_driver import WorkItem
 from pipeline.store import ResultStore
 from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
-from tests.graphiti_worker import run as run_worker
+from tests.kind_worker import run as run_worker
 from tests.memory_fixtures import (
     DATASET,
     HAYSTACK,
@@ -231,7 +231,8 @@ def test_kill_9_mid_session_then_rerun(server: FakeOpenAIServer, tmp_path: Path)
     hanging = server.rules[rule(server, "<CURRENT MESSAGE>", 2)]
     hanging.faults.append(Fault.hang(120))
     child = subprocess.Popen(
-        [sys.executable, "-m", "tests.graphiti_worker", server.base_url, str(tmp_path)], cwd=Path(__file__).parents[1]
+        [sys.executable, "-m", "tests.kind_worker", server.base_url, str(tmp_path), "graphiti"],
+        cwd=Path(__file__).parents[1],
     )
     try:
         deadline = time.monotonic() + 300  # generous bound on a loaded machine: not a timing assertion
@@ -246,7 +247,7 @@ def test_kill_9_mid_session_then_rerun(server: FakeOpenAIServer, tmp_path: Path)
     ck = load(tmp_path / "ck.parquet")
     assert ck is not None and ck.state.sessions_completed == 2
     server.reset_counts()
-    assert run_worker(server.base_url, tmp_path) is None
+    assert run_worker(server.base_url, tmp_path, "graphiti") is None
     assert server.request_count == CALLS_PER_SESSION[2]  # only the killed session was sent again
     assert stored(tmp_path) == EXPECTED
 

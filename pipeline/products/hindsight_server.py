@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import glob
 import hashlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -37,6 +39,7 @@ DEFAULT_VENV = PROJECT_ROOT / ".venv-hindsight"
 SERVER_PACKAGE = "hindsight-api-slim[embedded-db]==1.1.0"
 ROOT_PG_HOME = Path("/var/lib/postgresql/membench-hindsight")  # as root: a directory the postgres user owns
 PG_USER = PG_PASSWORD = PG_DB = "hindsight"
+PR_SET_PDEATHSIG = 1
 
 
 class HindsightServerError(RuntimeError):
@@ -63,6 +66,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In the server's child process: SIGTERM when membench dies, even by ``kill -9`` (Linux prctl)."""
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _as_postgres(args: list[str]) -> list[str]:
@@ -119,6 +127,7 @@ class HindsightServer:
             shutil.chown(home, "postgres")
         self.pg_port = free_port()
         data = self.database_dir
+        self._pg0("stop", "--name", self.pg_name)  # one left running by a killed membench process
         done = self._pg0(
             "start", "--name", self.pg_name, "--data-dir", str(data), "-p", str(self.pg_port),
             "-u", PG_USER, "-P", PG_PASSWORD, "-n", PG_DB,
@@ -162,7 +171,7 @@ class HindsightServer:
         log = open(self.state / "server.log", "ab")  # noqa: SIM115 - the server writes it while running
         self._proc = subprocess.Popen(
             [str(self.venv / "bin" / "hindsight-api")], env=self.environment(database_url), stdout=log,
-            stderr=subprocess.STDOUT, cwd=self.state,
+            stderr=subprocess.STDOUT, cwd=self.state, preexec_fn=_die_with_parent,
         )  # fmt: skip
         atexit.register(self.stop)
         deadline = time.monotonic() + self.start_timeout_s
