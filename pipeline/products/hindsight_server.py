@@ -159,6 +159,7 @@ class HindsightServer:
             # would race the retrieval stage and land in no phase, so membench benchmarks the raw facts
             "HINDSIGHT_API_ENABLE_OBSERVATIONS": "false",
             "HF_HUB_OFFLINE": "1",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # litellm (a Hindsight dependency) fetches its price list otherwise
         }
 
     def start(self) -> None:
