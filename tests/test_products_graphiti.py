@@ -16,11 +16,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,7 +40,7 @@ from pipeline.question_driver import WorkItem
 from pipeline.store import ResultStore
 from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
-from tests.kind_worker import run as run_worker
+from tests.kind_worker import kill_9_then_rerun
 from tests.memory_fixtures import (
     DATASET,
     HAYSTACK,
@@ -230,24 +228,7 @@ def test_kill_9_mid_session_then_rerun(server: FakeOpenAIServer, tmp_path: Path)
     """A child process ingests; it is SIGKILLed while session 3's entity extraction is in flight."""
     hanging = server.rules[rule(server, "<CURRENT MESSAGE>", 2)]
     hanging.faults.append(Fault.hang(120))
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.kind_worker", server.base_url, str(tmp_path), "graphiti"],
-        cwd=Path(__file__).parents[1],
-    )
-    try:
-        deadline = time.monotonic() + 300  # generous bound on a loaded machine: not a timing assertion
-        while child.poll() is None and time.monotonic() < deadline:
-            if any(match == hanging.match for _, match in server.timeline):
-                break
-            time.sleep(0.1)
-        assert any(match == hanging.match for _, match in server.timeline), "the child never reached session 3"
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait()
-    ck = load(tmp_path / "ck.parquet")
-    assert ck is not None and ck.state.sessions_completed == 2
-    server.reset_counts()
-    assert run_worker(server.base_url, tmp_path, "graphiti") is None
+    kill_9_then_rerun(server, hanging, tmp_path, "graphiti", 300)
     assert server.request_count == CALLS_PER_SESSION[2]  # only the killed session was sent again
     assert stored(tmp_path) == EXPECTED
 

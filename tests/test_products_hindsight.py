@@ -12,11 +12,6 @@ the resume after it (nothing stored twice), 0 upstream calls on a rerun, the mis
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +27,7 @@ from pipeline.products.base import KIND_PRODUCT_SESSION
 from pipeline.products.hindsight_memory import HindsightMemory, HindsightParams
 from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
-from tests.kind_worker import run as run_worker
+from tests.kind_worker import kill_9_then_rerun
 from tests.memory_fixtures import HAYSTACK, SESSIONS, build_haystack, encoder, question
 from tests.products_worker import deps_for
 
@@ -163,24 +158,7 @@ def test_kill_9_mid_session_then_rerun(server: FakeOpenAIServer, tmp_path: Path,
     Its Hindsight server dies with it, its PostgreSQL is left running: the rerun stops and restarts it."""
     hanging = server.rules[2]
     hanging.faults.append(Fault.hang(600))
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.kind_worker", server.base_url, str(tmp_path), "hindsight"],
-        cwd=Path(__file__).parents[1],
-    )
-    try:
-        deadline = time.monotonic() + 900  # server start-up on a loaded machine: not a timing assertion
-        while child.poll() is None and time.monotonic() < deadline:
-            if any(match == hanging.match for _, match in server.timeline):
-                break
-            time.sleep(0.2)
-        assert any(match == hanging.match for _, match in server.timeline), "the child never reached session 3"
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait()
-    ck = load(tmp_path / "ck.parquet")
-    assert ck is not None and ck.state.sessions_completed == 2
-    server.reset_counts()
-    assert run_worker(server.base_url, tmp_path, "hindsight") is None
+    kill_9_then_rerun(server, hanging, tmp_path, "hindsight", 900)
     assert server.request_count == 1  # only the killed session was sent again
     assert _documents(deps_for(server.base_url, tmp_path), HAYSTACK, tmp_path)[1] == ["s0", "s1", "s2"]
 

@@ -188,6 +188,16 @@ class ProductMemory:
     def _rebuild(self, memories: list[MemoryUnit]) -> None: ...
 
 
+def speaker_lines(session: HaystackSession) -> str:
+    """A session as ``Speaker: text`` lines (an image's caption appended): the conversation text
+    products that take one document per session (graphiti's episode, Hindsight's retain item) get."""
+    lines = []
+    for t in session.turns:
+        text = f"{t.speaker}: {t.text}"
+        lines.append(f"{text} [shares an image: {t.caption}]" if t.caption else text)
+    return "\n".join(lines)
+
+
 def usage_note(extra: dict[str, Any]) -> dict[str, Any]:
     """Retrieval notes every product adds: what the ids it returns can be mapped to."""
     return {"source_ids": "session", **extra}

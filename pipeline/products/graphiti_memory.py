@@ -47,7 +47,7 @@ from pydantic import Field, model_validator
 from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_RANK, ranked_result
-from pipeline.products.base import ProductMemory, ProductParams, missing_library, usage_note
+from pipeline.products.base import ProductMemory, ProductParams, missing_library, speaker_lines, usage_note
 from pipeline.records import QuestionRow
 
 KIND = "graphiti"
@@ -93,14 +93,6 @@ def reference_time(session: HaystackSession) -> dt.datetime:
     if when is None:
         return UNDATED_BASE + dt.timedelta(minutes=session.position)
     return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
-
-
-def episode_body(session: HaystackSession) -> str:
-    lines = []
-    for t in session.turns:
-        text = f"{t.speaker}: {t.text}"
-        lines.append(f"{text} [shares an image: {t.caption}]" if t.caption else text)
-    return "\n".join(lines)
 
 
 class GraphitiMemory(ProductMemory):
@@ -167,7 +159,7 @@ class GraphitiMemory(ProductMemory):
         date = session.session.datetime_raw or when.isoformat()
         result = self._run(
             self.graphiti.add_episode(
-                name=key, episode_body=episode_body(session), source=EpisodeType.message,
+                name=key, episode_body=speaker_lines(session), source=EpisodeType.message,
                 source_description=f"conversation session {key} ({date})", reference_time=when,
             )
         )  # fmt: skip

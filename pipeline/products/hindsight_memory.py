@@ -32,7 +32,7 @@ from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_RANK, ranked_result
 from pipeline.memory.params import MemoryConfigError, ParamsInput
-from pipeline.products.base import ProductMemory, ProductParams, usage_note
+from pipeline.products.base import ProductMemory, ProductParams, speaker_lines, usage_note
 from pipeline.products.hindsight_server import (
     DEFAULT_VENV,
     SERVER_PACKAGE,
@@ -64,14 +64,6 @@ class HindsightParams(ProductParams):
 
 def bank_id(haystack_id: str) -> str:
     return "h" + hashlib.sha256(haystack_id.encode()).hexdigest()[:16]
-
-
-def session_content(session: HaystackSession) -> str:
-    lines = []
-    for t in session.turns:
-        text = f"{t.speaker}: {t.text}"
-        lines.append(f"{text} [shares an image: {t.caption}]" if t.caption else text)
-    return "\n".join(lines)
 
 
 class HindsightMemory(ProductMemory):
@@ -112,7 +104,7 @@ class HindsightMemory(ProductMemory):
     def _ingest(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:
         key, when = session.session.session_key, session.session.datetime
         item: dict[str, Any] = {
-            "content": session_content(session),
+            "content": speaker_lines(session),
             "document_id": key,
             "context": f"conversation session {key}"
             + (f" ({session.session.datetime_raw})" if session.session.datetime_raw else ""),
