@@ -99,6 +99,14 @@ class ProductMemory:
         self.sessions_done = 0
         self.positions: dict[str, int] = {}
 
+    @property
+    def call_timeout_s(self) -> float:
+        """How long the product may wait for one proxied LLM call: every attempt membench's client may
+        make, plus backoff. A shorter product-side timeout would give up (or retry on its own) while
+        membench's upstream call still runs, and a product retry would reach the upstream twice."""
+        timeout = float(getattr(self.deps.llm, "timeout_s", 600.0))
+        return (int(getattr(self.deps.llm, "max_retries", 0)) + 1) * (timeout + 60.0)
+
     def params_hash(self) -> str:
         parts = {"kind": self.kind, "version": self.version, "params": self.params.model_dump()}
         blob = json.dumps(parts, sort_keys=True)

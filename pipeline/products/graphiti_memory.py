@@ -114,6 +114,7 @@ class GraphitiMemory(ProductMemory):
         from graphiti_core.embedder.openai import OpenAIEmbedder, OpenAIEmbedderConfig
         from graphiti_core.llm_client.config import LLMConfig
         from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
+        from openai import AsyncOpenAI
 
         if not hasattr(self, "_loop"):
             self._loop = asyncio.new_event_loop()
@@ -126,12 +127,17 @@ class GraphitiMemory(ProductMemory):
         with warnings.catch_warnings():  # the Kuzu backend's deprecation notice: said in docs/products.md
             warnings.simplefilter("ignore", DeprecationWarning)
             self.driver = KuzuDriver(str(path))
+        # graphiti's own OpenAI clients, with membench's patience and no retry of their own (membench retries)
+        client = AsyncOpenAI(api_key=PROXY_KEY, base_url=self.base_url, timeout=self.call_timeout_s, max_retries=0)
         self.graphiti = Graphiti(
             graph_driver=self.driver,
             llm_client=OpenAIGenericClient(
-                llm, max_tokens=self.params.max_tokens, structured_output_mode=self.params.structured_output
+                llm,
+                client=client,
+                max_tokens=self.params.max_tokens,
+                structured_output_mode=self.params.structured_output,
             ),
-            embedder=OpenAIEmbedder(embedder),
+            embedder=OpenAIEmbedder(embedder, client=client),
             cross_encoder=OpenAIRerankerClient(llm),  # not called by the recipes offered (see module doc)
         )
         if fresh:

@@ -90,7 +90,14 @@ class HindsightMemory(ProductMemory):
 
         def make() -> HindsightServer:
             return HindsightServer(
-                venv, state, url, self.chat_model, self.embed_model, self.embed_dims, self.params.start_timeout_s
+                venv,
+                state,
+                url,
+                self.chat_model,
+                self.embed_model,
+                self.embed_dims,
+                self.params.start_timeout_s,
+                self.call_timeout_s,
             )
 
         self.server = shared_server((str(venv), str(state)), make)

@@ -88,6 +88,7 @@ class HindsightServer:
     embed_model: str
     embed_dims: int
     start_timeout_s: float = 600.0
+    llm_timeout_s: float = 900.0  # Hindsight's wait for one LLM call through the proxy (its default: 120 s)
     port: int = 0
     pg_port: int = 0
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
@@ -148,6 +149,7 @@ class HindsightServer:
             "HINDSIGHT_API_LLM_API_KEY": "membench-proxy",
             "HINDSIGHT_API_LLM_MODEL": self.llm_model,
             "HINDSIGHT_API_LLM_MAX_RETRIES": "0",  # membench's client retries (and counts) upstream failures
+            "HINDSIGHT_API_LLM_TIMEOUT": str(self.llm_timeout_s),
             "HINDSIGHT_API_SKIP_LLM_VERIFICATION": "true",
             "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "openai",
             "HINDSIGHT_API_EMBEDDINGS_OPENAI_BASE_URL": self.llm_base_url,
