@@ -34,6 +34,11 @@ fi
 # MCP memory servers under test (memory kind mcp): @modelcontextprotocol/server-memory, lockfile-pinned
 (cd pipeline/agentic/mcp/npm && npm ci --no-audit --no-fund --silent)
 
+# Hindsight memory server (memory kind hindsight): its own virtualenv, since it needs protobuf>=7 and
+# dagster pins protobuf<7; membench starts it and talks HTTP to it (pipeline/products/hindsight_server.py)
+[ -x .venv-hindsight/bin/python ] || "$PYTHON" -m venv .venv-hindsight
+.venv-hindsight/bin/python -m pip install --quiet "hindsight-api-slim[embedded-db]==1.1.0"
+
 mkdir -p .dagster_home
 # max_concurrent_runs from $MEMBENCH_MAX_CONCURRENT_RUNS (default 1: runs queue behind each other)
 sed "s/max_concurrent_runs: 1/max_concurrent_runs: ${MEMBENCH_MAX_CONCURRENT_RUNS:-1}/" configs/dagster.yaml \

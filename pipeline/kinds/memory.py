@@ -22,7 +22,7 @@ from pipeline.memory import (
 )
 from pipeline.memory.base import MemorySystem
 from pipeline.memory.hybrid import HybridMemory
-from pipeline.products import langmem_memory, mem0_memory
+from pipeline.products import graphiti_memory, hindsight_memory, langmem_memory, mem0_memory
 from pipeline.registry import Registry
 
 BUILTIN_MEMORY_SYSTEMS: Mapping[str, type[MemorySystem]] = {
@@ -37,6 +37,8 @@ BUILTIN_MEMORY_SYSTEMS: Mapping[str, type[MemorySystem]] = {
     flat_bm25.KIND: flat_bm25.FlatBm25Memory,
     flat_dense.KIND: flat_dense.FlatDenseMemory,
     locomo_rag.KIND: locomo_rag.LocomoRagMemory,
+    graphiti_memory.KIND: graphiti_memory.GraphitiMemory,
+    hindsight_memory.KIND: hindsight_memory.HindsightMemory,
     agent_memory.KIND: agent_memory.AgentMemory,
     mcp_memory.KIND: mcp_memory.McpMemory,
 }

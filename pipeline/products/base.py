@@ -113,6 +113,14 @@ class ProductMemory:
         self.sessions_done = 0
         self.positions: dict[str, int] = {}
 
+    @property
+    def call_timeout_s(self) -> float:
+        """How long the product may wait for one proxied LLM call: every attempt membench's client may
+        make, plus backoff. A shorter product-side timeout would give up (or retry on its own) while
+        membench's upstream call still runs, and a product retry would reach the upstream twice."""
+        timeout = float(getattr(self.deps.llm, "timeout_s", 600.0))
+        return (int(getattr(self.deps.llm, "max_retries", 0)) + 1) * (timeout + 60.0)
+
     def params_hash(self) -> str:
         parts = {"kind": self.kind, "version": self.version, "params": self.params.model_dump()}
         blob = json.dumps(parts, sort_keys=True)
@@ -224,6 +232,16 @@ def session_messages(session: HaystackSession) -> list[dict[str, str]]:
             text += f" [shares an image: {t.caption}]"
         out.append({"role": "assistant" if t.role == "assistant" else "user", "content": text})
     return out
+
+
+def speaker_lines(session: HaystackSession) -> str:
+    """A session as ``Speaker: text`` lines (an image's caption appended): the conversation text
+    products that take one document per session (graphiti's episode, Hindsight's retain item) get."""
+    lines = []
+    for t in session.turns:
+        text = f"{t.speaker}: {t.text}"
+        lines.append(f"{text} [shares an image: {t.caption}]" if t.caption else text)
+    return "\n".join(lines)
 
 
 def usage_note(extra: dict[str, Any]) -> dict[str, Any]:
