@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import socket
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
 import pytest
-from dagster._core.test_utils import create_run_for_test
 
 from assets.layout import TAG_CONFIG, TAG_HOST, TAG_PID, TAG_PID_STARTED
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
@@ -120,11 +120,11 @@ PARTS = dg.StaticPartitionsDefinition(KEYS)
 def _run(instance: dg.DagsterInstance, first: int, last: int, **tags: str) -> dg.DagsterRun:
     """A STARTED run of config ``bench`` over KEYS[first..last], its process alive on this host."""
     process = {TAG_HOST: socket.gethostname(), TAG_PID: "1", TAG_PID_STARTED: _pid1_started()}
-    return create_run_for_test(
-        instance,
-        status=dg.DagsterRunStatus.STARTED,
-        tags={TAG_CONFIG: "bench", RANGE_START_TAG: KEYS[first], RANGE_END_TAG: KEYS[last], **process, **tags},
+    tags = {TAG_CONFIG: "bench", RANGE_START_TAG: KEYS[first], RANGE_END_TAG: KEYS[last], **process, **tags}
+    run = dg.DagsterRun(
+        job_name="full_benchmark", run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.STARTED, tags=tags
     )
+    return instance.add_run(run)
 
 
 def _pid1_started() -> str:

@@ -42,7 +42,8 @@ CASES = [
     (
         {"memory_systems": [{"name": "rag", "kind": "rag"}, {"name": "full", "kind": "full_context"},
                             {"name": "hybrid", "kind": "hybird"}]},
-        r"memory_systems\[2\] \(name: hybrid\): kind: unknown memory system 'hybird'; known: agent, full_context,",
+        r"memory_systems\[2\] \(name: hybrid\): kind: unknown memory system 'hybird'; "
+        r"known: agent, flat_bm25, flat_dense, full_context, graphiti, hindsight, hybrid, langmem,",
     ),
     (
         {"memory_systems": [{"name": "rag", "kind": "rag", "params": {"topk": 5}}]},
