@@ -62,6 +62,26 @@ def _pg0_binary(venv: Path) -> Path | None:
     return Path(found[0]) if found else None
 
 
+def _runnable_pg0(venv: Path) -> Path:
+    """The pg0 binary to run. As root it runs as the ``postgres`` user, who may not be able to reach
+    the project folder (a clone under a 0700 temporary directory): it then runs a copy kept in
+    ``ROOT_PG_HOME/bin``, refreshed when the venv's binary changes."""
+    pg0 = _pg0_binary(venv)
+    assert pg0 is not None
+    if os.geteuid() != 0:
+        return pg0
+    target = ROOT_PG_HOME / "bin" / "pg0"
+    src = pg0.stat()
+    if target.exists() and target.stat().st_size == src.st_size and target.stat().st_mtime >= src.st_mtime:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"pg0.{os.getpid()}.tmp")
+    shutil.copy2(pg0, tmp)
+    tmp.chmod(0o755)
+    os.replace(tmp, target)  # atomic: a concurrent server keeps running the inode it started
+    return target
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -115,8 +135,7 @@ class HindsightServer:
         return ROOT_PG_HOME if os.geteuid() == 0 else self.state / "pg"
 
     def _pg0(self, *args: str) -> subprocess.CompletedProcess[str]:
-        pg0 = _pg0_binary(self.venv)
-        assert pg0 is not None
+        pg0 = _runnable_pg0(self.venv)
         home = self._pg_home()
         cmd = _as_postgres(["env", f"HOME={home}", str(pg0), *args])
         return subprocess.run(cmd, capture_output=True, text=True, check=False)
