@@ -37,6 +37,8 @@ class DatasetConfig(_Strict):
     limit: int | None = None  # first N questions (for slices)
     # at most N questions of each question type (a stratified slice; with ``limit``, both apply)
     limit_per_type: int | None = Field(default=None, ge=1)
+    # only these questions (the dataset's own ids); with limit / limit_per_type, all apply
+    question_ids: tuple[str, ...] | None = Field(default=None, min_length=1)
     index_roles: tuple[str, ...] | None = None  # roles whose turns memories index; None = all
 
     def resolved_path(self, base: Path) -> Path:

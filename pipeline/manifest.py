@@ -196,7 +196,7 @@ def dataset_entries(cfg: BenchmarkConfig, loaded: Mapping[str, int], previous: M
         same = prev and st and prev.get("file_bytes") == st.st_size and prev.get("mtime_ns") == st.st_mtime_ns
         hashed = {k: prev.get(k) for k in (*_HASH_KEYS, "error")} if same and prev else hash_dataset_file(path)
         n_loaded = loaded.get(ds.name, 0)
-        sliced = ds.limit is not None or ds.limit_per_type is not None
+        sliced = ds.limit is not None or ds.limit_per_type is not None or ds.question_ids is not None
         out.append(
             {
                 "dataset": ds.name,
@@ -206,6 +206,7 @@ def dataset_entries(cfg: BenchmarkConfig, loaded: Mapping[str, int], previous: M
                 **hashed,
                 "limit": ds.limit,
                 "limit_per_type": ds.limit_per_type,
+                "question_ids": list(ds.question_ids) if ds.question_ids else None,
                 "n_questions_loaded": n_loaded,
                 "sliced": sliced,
             }
@@ -312,6 +313,8 @@ def integrity_flags(
         if entry["sliced"]:
             of = entry.get("n_questions_file")
             rule = ", ".join(f"{k}: {entry[k]}" for k in ("limit", "limit_per_type") if entry.get(k) is not None)
+            if entry.get("question_ids"):
+                rule = ", ".join(filter(None, (rule, f"question_ids: {len(entry['question_ids'])} named")))
             flags.append(
                 _flag(
                     name,

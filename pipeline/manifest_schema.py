@@ -68,7 +68,7 @@ VIEW_COLUMNS: dict[str, dict[str, str]] = {
         "release_match": "how it matched: file (byte-exact) or records (same records, other order or format)",
         "n_questions_file": "questions in the file",
         "n_questions_loaded": "questions loaded into the canonical tables",
-        "sliced": "the config slices the dataset (limit or limit_per_type)",
+        "sliced": "the config slices the dataset (limit, limit_per_type or question_ids)",
     },
     "integrity_flags": {
         "system": "memory system name (NULL: the flag is about the dataset)",

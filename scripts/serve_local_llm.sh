@@ -28,6 +28,10 @@
 #   LLM_VENV [/work/llm-venv]   LLM_MODEL_DIR [/work/llm-model]   LLM_HOST [127.0.0.1]
 #   LLM_PORT [8765]   LLM_N_CTX [4096]   LLM_THREADS [1]   LLM_NICE [19]
 #   LLM_MODEL_ALIAS [qwen2.5-coder-1.5b-instruct-q4_k_m]   LLM_BENCH_N [3]
+#   LLM_CACHE_BYTES [0]  > 0: keep evaluated prompt states in that much RAM (llama-cpp-python's
+#                        --cache): a prompt that shares a long prefix with ANY earlier one (a
+#                        product's fixed extraction instructions) evaluates only its new tail, even
+#                        when two prompt families alternate (the server alone keeps only the last).
 #   LLAMA_CPP_PYTHON_SPEC ['llama-cpp-python[server]']
 set -euo pipefail
 
@@ -42,6 +46,7 @@ N_CTX="${LLM_N_CTX:-4096}"
 # On an otherwise idle machine try LLM_THREADS=2 (not measured idle here).
 THREADS="${LLM_THREADS:-1}"
 NICE="${LLM_NICE:-19}"
+CACHE_BYTES="${LLM_CACHE_BYTES:-0}"
 ALIAS="${LLM_MODEL_ALIAS:-qwen2.5-coder-1.5b-instruct-q4_k_m}"
 SPEC="${LLAMA_CPP_PYTHON_SPEC:-llama-cpp-python[server]}"
 N_PARTS=22
@@ -154,10 +159,12 @@ start_server() {
     log "port $PORT is taken by another process; set LLM_PORT"; exit 1
   fi
   log "starting server on $HOST:$PORT (n_ctx $N_CTX, $THREADS threads, nice $NICE), log $LOG"
+  local cache_args=()
+  [ "$CACHE_BYTES" -gt 0 ] && cache_args=(--cache true --cache_type ram --cache_size "$CACHE_BYTES")
   # No --chat_format: llama-cpp-python then uses the chat template stored in the GGUF (Qwen2.5 ChatML).
   nohup nice -n "$NICE" "$VENV/bin/python" -m llama_cpp.server \
     --model "$GGUF" --model_alias "$ALIAS" --host "$HOST" --port "$PORT" \
-    --n_ctx "$N_CTX" --n_threads "$THREADS" --n_threads_batch "$THREADS" \
+    --n_ctx "$N_CTX" --n_threads "$THREADS" --n_threads_batch "$THREADS" "${cache_args[@]}" \
     >"$LOG" 2>&1 </dev/null &
   echo $! >"$PID_FILE"
   for _ in $(seq 1 120); do

@@ -1,4 +1,4 @@
-"""Stratified slices (``limit_per_type``) and the first-N limit over a record stream."""
+"""Stratified slices (``limit_per_type``), named questions and the first-N limit over a record stream."""
 
 from __future__ import annotations
 
@@ -42,6 +42,20 @@ def test_sliced(limit: int | None, per_type: int | None, expected: list[str]) ->
     assert _ids(list(sliced(STREAM, limit, per_type))) == expected
 
 
+# question_ids (+ limit, limit_per_type) -> kept records: named questions and keyed failures only
+NAMED = [
+    (("2", "5", "8", "9"), None, None, ["2", "5", "8", "9", "-"]),
+    (("2", "5", "8", "9"), 2, None, ["2", "5"]),  # named first, then the total
+    (("1", "2", "3", "4"), None, 1, ["1", "4", "-"]),  # named first, then per type
+    (("nope",), None, None, ["-"]),
+]
+
+
+@pytest.mark.parametrize(("ids", "limit", "per_type", "expected"), NAMED)
+def test_sliced_named(ids: tuple[str, ...], limit: int | None, per_type: int | None, expected: list[str]) -> None:
+    assert _ids(list(sliced(STREAM, limit, per_type, ids))) == expected
+
+
 def test_sliced_rejects_bad_limits() -> None:
     with pytest.raises(ValueError):
         list(sliced(STREAM, limit_per_type=0))
@@ -53,3 +67,6 @@ def test_config_field() -> None:
     assert DatasetConfig(name="d", loader="locomo", path="x", limit_per_type=5).limit_per_type == 5
     with pytest.raises(ValueError):
         DatasetConfig(name="d", loader="locomo", path="x", limit_per_type=0)
+    assert DatasetConfig(name="d", loader="locomo", path="x", question_ids=["a", "b"]).question_ids == ("a", "b")
+    with pytest.raises(ValueError):
+        DatasetConfig(name="d", loader="locomo", path="x", question_ids=[])

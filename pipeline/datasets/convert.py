@@ -258,6 +258,7 @@ def _source_manifest(ds: DatasetConfig, src: Path) -> dict[str, Any]:
         "mtime_ns": st.st_mtime_ns,
         "limit": ds.limit,
         "limit_per_type": ds.limit_per_type,
+        "question_ids": list(ds.question_ids) if ds.question_ids else None,
     }
 
 
@@ -342,7 +343,7 @@ def _limited(
     """Write the dataset's slice (``limit`` / ``limit_per_type``, pipeline/slicing.py) of ``records``."""
     n = 0
     last = time.monotonic()
-    for rec in sliced(records, ds.limit, ds.limit_per_type):
+    for rec in sliced(records, ds.limit, ds.limit_per_type, ds.question_ids):
         if writer.add(rec):
             n += 1
         if time.monotonic() - last > PROGRESS_EVERY_S:

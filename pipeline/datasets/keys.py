@@ -39,7 +39,7 @@ def _scan(ds: DatasetConfig, src: Path) -> tuple[list[str], str | None]:
     keys: list[str] = []
     try:
         with contextlib.closing(LOADERS.get(ds.loader)(src, ds.name)) as records:
-            for rec in sliced(records, ds.limit, ds.limit_per_type):
+            for rec in sliced(records, ds.limit, ds.limit_per_type, ds.question_ids):
                 if rec.question is not None:
                     keys.append(rec.question.partition_key)
                 elif rec.failure is not None and rec.failure.partition_key:

@@ -39,10 +39,10 @@ REPORT_DEFINITIONS: dict[str, str] = {
     ),
     "mean_score": "mean of the judge's score over scored questions (e.g. token F1 for locomo_f1).",
     "integrity flags": (  # pipeline/manifest.py; docs/manifest.md
-        "beside the numbers they qualify: 'sliced' (the config's limit / limit_per_type: the numbers cover N of "
-        "the file's questions), 'failed questions' (not scored, retried next run), 'top_k ≥ haystack' (the system "
-        "ranked every session and indexed turn of the haystack: its retrieval equals full context); all in "
-        "manifest.json and the integrity_flags view, checked by membench verify."
+        "beside the numbers they qualify: 'sliced' (the config's limit / limit_per_type / question_ids: the "
+        "numbers cover N of the file's questions), 'failed questions' (not scored, retried next run), "
+        "'top_k ≥ haystack' (the system ranked every session and indexed turn of the haystack: its retrieval "
+        "equals full context); all in manifest.json and the integrity_flags view, checked by membench verify."
     ),
     "headline_value": "accuracy, or mean_score for judge metrics whose aggregate is mean_score (locomo_f1).",
     "n_failed_answer": "questions whose answer failed (reader error); reported apart, retried next run.",
