@@ -14,10 +14,12 @@ import math
 import random
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
+
+from pipeline.agentic.text_calls import tool_calls_in_text
 
 Message = Mapping[str, Any]
 
@@ -38,6 +40,12 @@ def is_unreachable(error: str) -> bool:
         return False
     return any(m in error for m in (UNREACHABLE_CONNECTION, UNREACHABLE_TIMEOUT, UNREACHABLE_CONNECT_TIMEOUT))
 
+
+# A request param that is never sent upstream: it asks membench's client to read tool calls a server
+# wrote as text (``parse_completion``'s ``text_tools``). It is part of the cache key, since the cached
+# reply then holds the calls read from the text (pipeline/products/proxy.py sets it per product).
+TEXT_TOOL_CALLS_PARAM = "membench_text_tool_calls"
+LOCAL_PARAMS = (TEXT_TOOL_CALLS_PARAM,)
 
 # how a reply error names an empty completion (a judge that reads "" as a verdict looks for it)
 EMPTY_COMPLETION = "empty completion text"
@@ -156,14 +164,18 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, seconds)
 
 
-def parse_completion(body: str, tools_requested: bool = False, tools_required: bool = False) -> Completion:
+def parse_completion(
+    body: str, tools_requested: bool = False, tools_required: bool = False, text_tools: Collection[str] = ()
+) -> Completion:
     """The first choice's message text and the usage counts, from a chat.completions JSON body.
 
     ``tools_requested``: the request offered tools, so a reply of tool calls without text is usable;
     otherwise a reply without text is malformed even if it carries tool calls. ``tools_required``:
     the request's ``tool_choice`` demanded a tool call, so a reply without one is malformed (an
     endpoint that ignores tool_choice, e.g. one that writes the call as text, is not cached as if
-    it had answered)."""
+    it had answered). ``text_tools`` (opt-in, ``TEXT_TOOL_CALLS_PARAM``): the names of the offered
+    tools; a reply without structured calls whose text is a call to one of them (pipeline.agentic.
+    text_calls) is read as that call, before ``tools_required`` is checked."""
     try:
         data = json.loads(body)
     except ValueError:
@@ -179,6 +191,9 @@ def parse_completion(body: str, tools_requested: bool = False, tools_required: b
     text = message.get("content") if isinstance(message, dict) else None
     finish = choices[0].get("finish_reason")
     tool_calls = _tool_calls(message) if tools_requested else ()
+    if text_tools and not tool_calls and isinstance(text, str):
+        tool_calls, text = calls_written_as_text(text, text_tools)
+        finish = "tool_calls" if tool_calls else finish  # as a server that parsed them would say
     if tools_required and not tool_calls:
         raise MalformedReply(f"the request required a tool call (tool_choice) and the reply has none: {text!r:.120}")
     if tool_calls:  # a tool-calling turn: no answer text is needed (the caller runs the tools)
@@ -199,6 +214,15 @@ def parse_completion(body: str, tools_requested: bool = False, tools_required: b
         served_model=model if isinstance(model, str) else None,
         tool_calls=tool_calls,
     )
+
+
+def calls_written_as_text(text: str, tool_names: Collection[str]) -> tuple[tuple[dict[str, Any], ...], str]:
+    """(the tool calls ``text`` writes, the text left) when every call it writes names one of
+    ``tool_names``; else ((), ``text``): a call to a tool that was not offered is not read."""
+    calls = tool_calls_in_text(text, 0)
+    if not calls or any(c["function"]["name"] not in tool_names for c in calls):
+        return (), text
+    return tuple(calls), ""
 
 
 def _tool_calls(message: object) -> tuple[dict[str, Any], ...]:

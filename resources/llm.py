@@ -42,6 +42,8 @@ from pipeline.llm_cache import ResponseCache, cache_key
 from pipeline.llm_meter import METER
 from pipeline.llm_prices import ModelPrice, cost_usd, load_prices
 from pipeline.llm_protocol import (
+    LOCAL_PARAMS,
+    TEXT_TOOL_CALLS_PARAM,
     UNREACHABLE_CONNECT_TIMEOUT,
     UNREACHABLE_CONNECTION,
     UNREACHABLE_TIMEOUT,
@@ -397,7 +399,7 @@ class OpenAIChatClient(BaseModel):
 
         client = self._client(rt)
         standard = {k: params[k] for k in ("temperature", "max_tokens")}
-        extra = {k: v for k, v in params.items() if k not in standard}
+        extra = {k: v for k, v in params.items() if k not in standard and k not in LOCAL_PARAMS}
         if standard["temperature"] is not None:
             extra["temperature"] = standard["temperature"]
         extra[self.max_tokens_param] = standard["max_tokens"]
@@ -423,7 +425,9 @@ class OpenAIChatClient(BaseModel):
                 return Failure(self._clean(f"{type(exc).__name__}: {exc}"), retryable=False)
             try:
                 required = params.get("tool_choice") not in (None, "auto", "none")  # "required", "any", a function
-                completion = parse_completion(body, tools_requested="tools" in params, tools_required=required)
+                completion = parse_completion(
+                    body, tools_requested="tools" in params, tools_required=required, text_tools=_text_tools(params)
+                )
             except MalformedReply as exc:
                 return Failure(self._clean(f"malformed reply: {exc}"), retryable=False)
             booking.used = _used_tokens(completion)
@@ -496,6 +500,14 @@ class OpenAIChatClient(BaseModel):
             model=model,
             cache_key=key,
         )
+
+
+def _text_tools(params: Mapping[str, Any]) -> frozenset[str]:
+    """The offered tools' names when the request asks its tool calls read from the text, else none."""
+    if not params.get(TEXT_TOOL_CALLS_PARAM) or params.get("tool_choice") == "none":
+        return frozenset()
+    tools = params.get("tools") or []
+    return frozenset(str(t.get("function", {}).get("name")) for t in tools if isinstance(t, Mapping))
 
 
 def _used_tokens(c: Completion) -> int | None:

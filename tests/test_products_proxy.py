@@ -9,6 +9,7 @@ refused features fail with 400 naming them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from pipeline.memory.base import Encoder
 from pipeline.products.proxy import (
     PHASE_INGESTION,
     PHASE_SEARCH,
+    EndpointOptions,
     Meter,
     ProxyRequestError,
     chat_call,
@@ -192,3 +194,107 @@ def test_chat_call_translates() -> None:
     )  # fmt: skip
     assert call.messages == [{"role": "system", "content": "a\nb"}]
     assert (call.model, call.temperature, call.max_tokens, call.params) == ("m", 0.2, 7, {"seed": 3})
+
+
+# ---- endpoint options: an upstream without json_schema or without tool-call parsing -------------
+SCHEMA = {"type": "object", "properties": {"facts": {"type": "array", "items": {"type": "string"}}}}
+AS_SCHEMA = {"type": "json_schema", "json_schema": {"name": "Facts", "schema": SCHEMA}}
+
+
+@pytest.fixture
+def adapted(server: FakeOpenAIServer, tmp_path: Path, enc: Encoder) -> Iterator[Meter]:
+    """A meter with both endpoint options on."""
+    m = Meter(_llm(server, tmp_path), enc, EndpointOptions(schema_format="json_object_schema", text_tool_calls=True))
+    product_proxy().register(m)
+    yield m
+    product_proxy().release(m)
+
+
+@pytest.mark.parametrize(
+    ("asked", "sent"),
+    [
+        (AS_SCHEMA, {"type": "json_object", "schema": SCHEMA}),
+        ({"type": "json_object"}, {"type": "json_object"}),
+        ({"type": "text"}, {"type": "text"}),
+    ],
+)
+def test_json_object_schema_sends_the_products_schema_as_json_object(
+    server: FakeOpenAIServer, adapted: Meter, meter: Meter, asked: dict[str, Any], sent: dict[str, Any]
+) -> None:
+    server.add_rule("facts please", '{"facts": ["Alice owns a puppy"]}')
+    for m in (adapted, meter, adapted):  # the adapted request again: from the cache
+        reply = _client(m).chat.completions.create(
+            model="up-model",
+            messages=[{"role": "user", "content": "facts please"}],
+            response_format=asked,  # type: ignore[arg-type]
+        )
+        assert reply.choices[0].message.content == '{"facts": ["Alice owns a puppy"]}'
+    # the option off: as the product sent it (one cache: a request that was not adapted is the same request)
+    assert [r["response_format"] for r in server.requests] == ([sent, asked] if sent != asked else [sent])
+    assert (adapted.usage[PHASE_INGESTION].llm_calls, adapted.usage[PHASE_INGESTION].upstream_llm_calls) == (2, 1)
+
+
+def test_json_object_schema_refuses_a_json_schema_without_schema() -> None:
+    body = {"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema"}}
+    with pytest.raises(ProxyRequestError, match=r"json_schema\.schema"):
+        chat_call(body, EndpointOptions(schema_format="json_object_schema"))
+    assert chat_call(body).params["response_format"] == {"type": "json_schema"}  # off: forwarded as sent
+
+
+MEMORY_CALL = '{"name": "Memory", "arguments": {"content": "Bob runs"}}'
+TAGGED = f"<tool_call>\n{MEMORY_CALL}\n</tool_call>"
+TWO = '<tool_call>{"name": "Memory", "arguments": {"content": "a"}}</tool_call>\n<tool_call>{"name": "Memory", "arguments": {"content": "b"}}</tool_call>'  # noqa: E501
+# (what the upstream wrote, tool_choice, the calls the product gets (name, arguments) or None: HTTP 400, not cached)
+TEXT_CALLS: list[tuple[str, Any, list[tuple[str, dict[str, Any]]] | None]] = [
+    (TAGGED, "required", [("Memory", {"content": "Bob runs"})]),
+    (MEMORY_CALL, "required", [("Memory", {"content": "Bob runs"})]),  # the bare object
+    ("{" + MEMORY_CALL + "}", "required", [("Memory", {"content": "Bob runs"})]),  # doubled braces
+    (TWO, "required", [("Memory", {"content": "a"}), ("Memory", {"content": "b"})]),
+    (TAGGED, "auto", [("Memory", {"content": "Bob runs"})]),
+    (TAGGED, {"type": "function", "function": {"name": "Memory"}}, [("Memory", {"content": "Bob runs"})]),
+    ('{"name": "Forget", "arguments": {}}', "required", None),  # a tool that was not offered: not read
+    ("<tool_call>not json</tool_call>", "required", None),
+    ("Nothing worth remembering.", "required", None),
+    ("Nothing worth remembering.", "auto", []),  # a text answer stays an answer
+    (TAGGED, "none", []),  # the product asked for no call: the text is the answer
+]
+
+
+@pytest.mark.parametrize(("written", "choice", "calls"), TEXT_CALLS)
+def test_text_tool_calls_become_tool_calls(
+    server: FakeOpenAIServer,
+    adapted: Meter,
+    written: str,
+    choice: Any,
+    calls: list[tuple[str, dict[str, Any]]] | None,
+) -> None:
+    server.add_rule("remember Bob", written)
+
+    def ask() -> openai.types.chat.ChatCompletion:
+        asked: Any = [{"role": "user", "content": "remember Bob"}]
+        return _client(adapted).chat.completions.create(model="m", messages=asked, tools=TOOLS, tool_choice=choice)
+
+    if calls is None:
+        for _ in range(2):
+            with pytest.raises(openai.BadRequestError, match="required a tool call"):
+                ask()
+        assert server.request_count == 2  # the unreadable reply was never cached
+        return
+    first, again = ask(), ask()
+    assert server.request_count == 1 and again == first  # cached, as read
+    message = first.choices[0].message
+    got = [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []]  # type: ignore[union-attr]
+    assert got == calls
+    if calls:
+        assert message.content is None and first.choices[0].finish_reason == "tool_calls"
+        assert [c.id for c in message.tool_calls or []] == [f"text_call_0_{i}" for i in range(len(calls))]
+    else:
+        assert message.content == written
+    assert "membench_text_tool_calls" not in server.requests[0]  # a membench option, never sent upstream
+    assert server.requests[0]["tool_choice"] == choice
+
+
+def test_text_tool_calls_leave_requests_without_tools_alone(server: FakeOpenAIServer, adapted: Meter) -> None:
+    server.add_rule("say it", MEMORY_CALL)
+    reply = _client(adapted).chat.completions.create(model="m", messages=[{"role": "user", "content": "say it"}])
+    assert reply.choices[0].message.content == MEMORY_CALL and not reply.choices[0].message.tool_calls

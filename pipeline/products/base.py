@@ -36,7 +36,7 @@ from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.checkpoint import file_safe
 from pipeline.memory.context import format_date
 from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams, parse_params
-from pipeline.products.proxy import PHASE_INGESTION, PHASE_SEARCH, Meter, product_proxy
+from pipeline.products.proxy import PHASE_INGESTION, PHASE_SEARCH, EndpointOptions, Meter, product_proxy
 from pipeline.products.state import StateDir, StateUntrusted
 from pipeline.records import QuestionRow
 
@@ -102,7 +102,7 @@ class ProductMemory:
         if deps.state_dir is None:
             raise MemoryConfigError(f"memory system kind {self.kind!r} needs a state directory (MemoryDeps.state_dir)")
         self.deps = deps
-        self.meter = Meter(deps.llm, deps.encoder)
+        self.meter = Meter(deps.llm, deps.encoder, self.endpoint_options())
         self._base_url: str | None = None
         self.chat_model = self.params.model or getattr(deps.llm, "model", None) or "membench"
         self.embed_model = deps.encoder.model_name
@@ -112,6 +112,11 @@ class ProductMemory:
         self.haystack_id: str | None = None
         self.sessions_done = 0
         self.positions: dict[str, int] = {}
+
+    def endpoint_options(self) -> EndpointOptions:
+        """How the proxy adapts this product's requests to the upstream (pipeline/products/proxy.py):
+        as sent, unless a subclass maps its params to an option."""
+        return EndpointOptions()
 
     @property
     def call_timeout_s(self) -> float:

@@ -48,6 +48,7 @@ from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_RANK, ranked_result
 from pipeline.products.base import ProductMemory, ProductParams, missing_library, speaker_lines, usage_note
+from pipeline.products.proxy import EndpointOptions
 from pipeline.records import QuestionRow
 
 KIND = "graphiti"
@@ -63,7 +64,9 @@ T = TypeVar("T")
 class GraphitiParams(ProductParams):
     recipe: Literal["edge_hybrid_rrf", "edge_hybrid_mmr"] = "edge_hybrid_rrf"
     max_tokens: int = Field(default=4_096, gt=0)  # per extraction reply (graphiti's own default is 16384)
-    structured_output: Literal["json_schema", "json_object"] = "json_schema"  # json_object: schema in the prompt
+    # json_object: schema in the prompt; json_object_schema: graphiti asks json_schema, the proxy sends it
+    # upstream as json_object + schema (llama-cpp-python's schema-constrained JSON; pipeline/products/proxy.py)
+    structured_output: Literal["json_schema", "json_object", "json_object_schema"] = "json_schema"
 
     @model_validator(mode="before")
     @classmethod
@@ -77,6 +80,11 @@ class GraphitiParams(ProductParams):
 def library_problem() -> str | None:
     """The one-line config error when graphiti-core or its Kuzu driver is missing, else None."""
     return next((p for m in MODULES if (p := missing_library(KIND, m, PACKAGE))), None)
+
+
+def graphiti_mode(structured_output: str) -> Literal["json_schema", "json_object"]:
+    """What graphiti itself asks for: json_object only when told so (json_object_schema is a proxy form)."""
+    return "json_object" if structured_output == "json_object" else "json_schema"
 
 
 def _quiet_import() -> Any:
@@ -102,6 +110,11 @@ class GraphitiMemory(ProductMemory):
     params_model = GraphitiParams
     library: ClassVar[tuple[str, str]] = (MODULES[0], PACKAGE)
     params: GraphitiParams
+
+    def endpoint_options(self) -> EndpointOptions:
+        if self.params.structured_output == "json_object_schema":
+            return EndpointOptions(schema_format="json_object_schema")
+        return EndpointOptions()
 
     def _open(self) -> None:
         problem = library_problem()
@@ -135,7 +148,7 @@ class GraphitiMemory(ProductMemory):
                 llm,
                 client=client,
                 max_tokens=self.params.max_tokens,
-                structured_output_mode=self.params.structured_output,
+                structured_output_mode=graphiti_mode(self.params.structured_output),
             ),
             embedder=OpenAIEmbedder(embedder, client=client),
             cross_encoder=OpenAIRerankerClient(llm),  # not called by the recipes offered (see module doc)

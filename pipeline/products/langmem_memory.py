@@ -55,6 +55,7 @@ from pipeline.products.base import (
     session_messages,
     usage_note,
 )
+from pipeline.products.proxy import EndpointOptions
 from pipeline.records import QuestionRow
 
 KIND = "langmem"
@@ -74,6 +75,8 @@ class LangmemParams(ProductParams):
     max_tokens: int = Field(default=2_000, gt=0)  # an extraction reply may hold many tool calls
     query_limit: int = Field(default=5, gt=0)  # LangMem's default: existing memories shown to the extractor
     enable_deletes: bool = False  # LangMem's default for the store manager
+    # the proxy reads tool calls the endpoint wrote as text (llama-cpp-python's server with the GGUF template)
+    text_tool_calls: bool = False
 
 
 class _SeededUuid:
@@ -137,6 +140,9 @@ class LangmemMemory(ProductMemory):
     params_model = LangmemParams
     library: ClassVar[tuple[str, str]] = (MODULE, PACKAGE)
     params: LangmemParams
+
+    def endpoint_options(self) -> EndpointOptions:
+        return EndpointOptions(text_tool_calls=self.params.text_tool_calls)
 
     def _open(self) -> None:
         import sqlean

@@ -18,6 +18,20 @@ Routes (one server per process, started on first use, daemon thread):
 - ``POST /m/<meter>/v1/embeddings``: vectors from the meter's ``Encoder`` (membench's cached
   encoder, L2-normalised; ``encoding_format`` float or base64, as the ``openai`` client asks).
 
+Endpoint options (``EndpointOptions``, per meter, set from a product's params; both off by default,
+so a request goes upstream as the product sent it):
+
+- ``schema_format="json_object_schema"``: a ``response_format`` of type ``json_schema`` is sent upstream
+  as ``{"type": "json_object", "schema": <the same schema>}``, the form llama-cpp-python's server
+  turns into a grammar that constrains the reply to the schema (it refuses ``json_schema``). The
+  product still asks for, and gets, a reply of its schema; only the wire form changes.
+- ``text_tool_calls``: when the request offers tools, a reply whose text writes a call to one of them
+  (Qwen's ``<tool_call>{...}</tool_call>`` blocks or the bare JSON object; pipeline/agentic/text_calls.py)
+  is returned as a proper ``tool_calls`` entry (an endpoint that renders the model's chat template
+  but does not parse its calls back). membench's client reads the calls (``TEXT_TOOL_CALLS_PARAM``,
+  never sent upstream, part of the cache key), so a ``tool_choice`` that requires a call is checked
+  after reading, and a reply that still has no call is a failed call, never cached.
+
 An upstream failure (membench's retries exhausted) is answered with HTTP 400 and the client's
 error text: not 5xx, because the product's own client would retry a 5xx and double the calls
 that membench already retried and counted.
@@ -33,11 +47,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from pipeline.llm_protocol import ChatClient, LLMReply
+from pipeline.llm_protocol import TEXT_TOOL_CALLS_PARAM, ChatClient, LLMReply
 from pipeline.memory.base import Encoder
 from pipeline.tokens import count_tokens
 
@@ -55,6 +69,17 @@ _JSON = "application/json"
 
 class ProxyRequestError(ValueError):
     """A request the proxy refuses (HTTP 400): the message names the field."""
+
+
+SchemaFormat = Literal["json_schema", "json_object_schema"]
+
+
+@dataclass(frozen=True)
+class EndpointOptions:
+    """How the proxy adapts a product's requests to an upstream that lacks a feature (module docstring)."""
+
+    schema_format: SchemaFormat = "json_schema"  # json_object_schema: json_schema sent as json_object + schema
+    text_tool_calls: bool = False  # read tool calls the upstream wrote as text
 
 
 @dataclass
@@ -96,6 +121,7 @@ class Meter:
 
     llm: ChatClient | None
     encoder: Encoder | None
+    options: EndpointOptions = field(default_factory=EndpointOptions)
     meter_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     phase: str = PHASE_INGESTION
     usage: dict[str, Usage] = field(default_factory=lambda: {p: Usage() for p in PHASES})
@@ -146,8 +172,10 @@ class ChatCall:
     params: dict[str, Any]
 
 
-def chat_call(body: Mapping[str, Any]) -> ChatCall:
-    """The ``ChatClient.chat`` arguments for a chat.completions request body (or ProxyRequestError)."""
+def chat_call(body: Mapping[str, Any], options: EndpointOptions | None = None) -> ChatCall:
+    """The ``ChatClient.chat`` arguments for a chat.completions request body (or ProxyRequestError),
+    adapted by ``options`` (the default: as sent)."""
+    options = options or EndpointOptions()
     refused = [f for f in REFUSED_FIELDS if body.get(f)]
     if refused:
         raise ProxyRequestError(f"membench's product proxy does not serve {refused} (use tools, without streaming)")
@@ -158,6 +186,10 @@ def chat_call(body: Mapping[str, Any]) -> ChatCall:
         raise ProxyRequestError("'messages' must be a non-empty list")
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     params = {k: body[k] for k in FORWARDED_PARAMS if body.get(k) is not None}
+    if options.schema_format == "json_object_schema" and "response_format" in params:
+        params["response_format"] = json_object_schema(params["response_format"])
+    if options.text_tool_calls and params.get("tools"):
+        params[TEXT_TOOL_CALLS_PARAM] = True
     return ChatCall(
         messages=[_text_message(m) for m in messages],
         model=body.get("model") or None,
@@ -165,6 +197,18 @@ def chat_call(body: Mapping[str, Any]) -> ChatCall:
         max_tokens=int(max_tokens) if max_tokens is not None else None,
         params=params,
     )
+
+
+def json_object_schema(response_format: object) -> object:
+    """``{"type": "json_object", "schema": S}`` for a ``json_schema`` response format of schema S
+    (llama-cpp-python's schema-constrained JSON); any other response format is returned unchanged."""
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return response_format
+    spec = response_format.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if not isinstance(schema, dict):
+        raise ProxyRequestError("response_format json_schema without a 'json_schema.schema' object")
+    return {"type": "json_object", "schema": schema}
 
 
 def _text_message(message: object) -> dict[str, Any]:
@@ -328,7 +372,7 @@ def _error(message: str, kind: str) -> dict[str, Any]:
 def _chat(meter: Meter, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     if meter.llm is None:
         return 400, _error("no LLM configured for this product (the benchmark config has no llm: block)", "config")
-    call = chat_call(body)
+    call = chat_call(body, meter.options)
     reply = meter.llm.chat(
         call.messages, model=call.model, temperature=call.temperature, max_tokens=call.max_tokens, params=call.params
     )
