@@ -21,6 +21,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import kuzu
 import pytest
@@ -121,9 +122,10 @@ def _deps(server: FakeOpenAIServer, enc: Encoder, tmp: Path) -> MemoryDeps:
     return MemoryDeps(enc, llm=llm, state_dir=tmp / "results")
 
 
-def _ingest(deps: MemoryDeps, tmp: Path) -> IngestOutcome:
+def _ingest(deps: MemoryDeps, tmp: Path, params: dict[str, Any] | None = None) -> IngestOutcome:
     spec = SystemSpec.from_class(ComponentConfig(name="graphiti", kind="graphiti"), GraphitiMemory, "hash-g", None)
-    return ingest_haystack(spec, lambda: GraphitiMemory({}, deps), HAYSTACK, build_haystack(), tmp / "ck.parquet")
+    build = lambda: GraphitiMemory(params or {}, deps)  # noqa: E731
+    return ingest_haystack(spec, build, HAYSTACK, build_haystack(), tmp / "ck.parquet")
 
 
 def _live(tmp: Path) -> Path:
@@ -189,6 +191,35 @@ def test_ingest_store_retrieve_and_usage(
     cello = memory.retrieve(question("What instrument is Alice learning?"))
     assert cello.units[0].session_key == "s2"
     assert outbound == []  # nothing reached out: every call went to the proxy and the fake server
+
+
+def test_json_object_schema_sends_graphitis_schemas_upstream_as_json_object(
+    server: FakeOpenAIServer, enc: Encoder, tmp_path: Path
+) -> None:
+    """``structured_output: json_object_schema``: graphiti asks json_schema, as by default (no schema pasted
+    in its prompt); the proxy sends each schema upstream as json_object + schema (llama-cpp-python's
+    grammar-constrained JSON). What graphiti stores and retrieves is unchanged."""
+    from graphiti_core.prompts.extract_nodes import ExtractedEntities
+
+    params = {"structured_output": "json_object_schema"}
+    outcome = _ingest(_deps(server, enc, tmp_path), tmp_path, params)
+    assert outcome.error is None and outcome.sessions_completed == 3
+    assert stored(tmp_path) == EXPECTED
+    formats = [r["response_format"] for r in server.requests]
+    assert len(formats) == sum(CALLS_PER_SESSION) and {f["type"] for f in formats} == {"json_object"}
+    titles = {f["schema"]["title"] for f in formats}
+    assert titles == {"ExtractedEntities", "ExtractedEdges", "EdgeTimestamps", "EdgeDuplicate"}
+    assert next(f["schema"] for f in formats if f["schema"]["title"] == "ExtractedEntities") == (
+        ExtractedEntities.model_json_schema()
+    )
+    prompts = [m["content"] for r in server.requests for m in r["messages"]]
+    assert not any("Respond with a JSON object in the following format" in p for p in prompts)  # json_object's paste
+    ck = load(tmp_path / "ck.parquet")
+    assert ck is not None
+    memory = GraphitiMemory(params, _deps(server, enc, tmp_path))
+    memory.restore(ck.units)
+    top = memory.retrieve(question("Where did Alice travel?")).units[0]
+    assert (top.text, top.session_key) == ("Alice spent a week in Lisbon, Portugal", "s1")
 
 
 def test_rerun_makes_no_upstream_call(server: FakeOpenAIServer, enc: Encoder, tmp_path: Path) -> None:

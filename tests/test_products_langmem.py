@@ -234,6 +234,54 @@ def test_missing_library_is_one_config_line(monkeypatch: pytest.MonkeyPatch) -> 
         LangmemParams()
 
 
+def _written(facts: list[str], tagged: bool) -> dict[str, Any]:
+    """LangMem's insert calls written as the model's text, as llama-cpp-python's server returns them
+    (no tool-calling chat format): Qwen's <tool_call> blocks, or one bare JSON object."""
+    calls = [json.dumps({"name": "Memory", "arguments": {"content": f}}) for f in facts]
+    return {"content": "\n".join(f"<tool_call>\n{c}\n</tool_call>" for c in calls) if tagged else calls[0]}
+
+
+@pytest.fixture
+def text_server() -> Iterator[FakeOpenAIServer]:
+    """Answers LangMem's extraction with its calls written as text (s1: a bare JSON object)."""
+    with running_fake_server(default_reply="No memories to record.") as srv:
+        for match, facts in FACTS.items():
+            srv.add_script(match, [_written(facts, tagged=match != "Lisbon")], repeat_last=True)
+        yield srv
+
+
+def test_text_tool_calls_store_and_retrieve_through_the_proxy(
+    text_server: FakeOpenAIServer, enc: Encoder, tmp_path: Path
+) -> None:
+    """``text_tool_calls: true``: the proxy hands LangMem the calls the endpoint wrote as text, also where
+    LangMem requires a call (tool_choice "required" from s1 on); what it stores and retrieves is what the
+    structured calls give, and a rerun is answered from membench's cache."""
+    params = {"text_tool_calls": True}
+    spec = SystemSpec.from_class(ComponentConfig(name="langmem", kind="langmem"), LangmemMemory, "hash-lm", None)
+    deps = _deps(text_server, enc, tmp_path)
+    outcome = ingest_haystack(spec, lambda: LangmemMemory(params, deps), HAYSTACK, build_haystack(), tmp_path / "ck")
+    assert outcome.error is None and outcome.sessions_completed == 3
+    assert text_server.request_count == 3  # one extraction call per session, no retry
+    assert [r.get("tool_choice") for r in text_server.requests][1:] == ["required", "required"]
+    assert _texts(_stored(tmp_path)) == _all_facts()
+    ck = load(tmp_path / "ck")
+    assert ck is not None
+    memory = LangmemMemory(params, _deps(text_server, enc, tmp_path))
+    memory.restore(ck.units)
+    result = memory.retrieve(question("Which city in Portugal did Alice visit?"))
+    memory.close()
+    assert (result.units[0].text, result.units[0].session_key) == ("Alice spent a week in Lisbon, Portugal", "s1")
+    (tmp_path / "ck").unlink()
+    text_server.reset_counts()
+    again = ingest_haystack(spec, lambda: LangmemMemory(params, deps), HAYSTACK, build_haystack(), tmp_path / "ck")
+    assert again.error is None and text_server.request_count == 0  # the calls were cached as read
+
+
+def test_yaml_text_tool_calls_through_the_stages(text_server: FakeOpenAIServer, enc: Encoder, tmp_path: Path) -> None:
+    entry = {"name": "langmem-text", "kind": "langmem", "params": {"top_k": 3, "text_tool_calls": True}}
+    check_toy_stages(yaml_config(tmp_path, text_server, entry, "fake-lm"), enc)
+
+
 def _config(tmp_path: Path, server: FakeOpenAIServer) -> Path:
     return yaml_config(tmp_path, server, {"name": "langmem-top3", "kind": "langmem", "params": {"top_k": 3}}, "fake-lm")
 
