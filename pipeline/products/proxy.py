@@ -65,6 +65,7 @@ FORWARDED_PARAMS = (
 REFUSED_FIELDS = ("functions", "function_call", "stream")
 MESSAGE_TOOL_FIELDS = ("tool_calls", "tool_call_id", "name")  # kept on a message as the product sent them
 _JSON = "application/json"
+TEXT_CALL_ID_PREFIX = "text_call_0_"  # the ids pipeline.llm_protocol.calls_written_as_text gives
 
 
 class ProxyRequestError(ValueError):
@@ -254,7 +255,18 @@ def completion_body(reply: LLMReply, requested_model: str | None) -> dict[str, A
 def _reply_message(reply: LLMReply) -> dict[str, Any]:
     if not reply.tool_calls:
         return {"role": "assistant", "content": reply.text}
-    return {"role": "assistant", "content": reply.text or None, "tool_calls": list(reply.tool_calls)}
+    calls = [_unique_text_call_id(c, reply.cache_key) for c in reply.tool_calls]
+    return {"role": "assistant", "content": reply.text or None, "tool_calls": calls}
+
+
+def _unique_text_call_id(call: dict[str, Any], cache_key: str) -> dict[str, Any]:
+    """A call read from text is numbered within its reply (``text_call_0_<i>``); the product gets an id
+    unique to the request (from its cache key, so a replay gives the same id): a product that pairs
+    tool results with call ids (trustcall's retries) never sees one id in two of its turns."""
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id.startswith(TEXT_CALL_ID_PREFIX):
+        return call
+    return {**call, "id": f"text_call_{cache_key[:12]}_{call_id.removeprefix(TEXT_CALL_ID_PREFIX)}"}
 
 
 def embedding_inputs(body: Mapping[str, Any]) -> list[str]:
