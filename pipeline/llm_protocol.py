@@ -43,8 +43,12 @@ def is_unreachable(error: str) -> bool:
 
 # A request param that is never sent upstream: it asks membench's client to read tool calls a server
 # wrote as text (``parse_completion``'s ``text_tools``). It is part of the cache key, since the cached
-# reply then holds the calls read from the text (pipeline/products/proxy.py sets it per product).
+# reply then holds the calls read from the text (pipeline/products/proxy.py sets it per product); its
+# value is the reading's version: bump it when ``calls_written_as_text`` reads more, so replies cached
+# under an older reading are asked again instead of replayed as read before.
 TEXT_TOOL_CALLS_PARAM = "membench_text_tool_calls"
+TEXT_TOOL_CALLS_VERSION = 2  # 2: a call wrapped in a markdown code fence is read too
+_FENCED = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```$", re.DOTALL)
 LOCAL_PARAMS = (TEXT_TOOL_CALLS_PARAM,)
 
 # how a reply error names an empty completion (a judge that reads "" as a verdict looks for it)
@@ -192,7 +196,7 @@ def parse_completion(
     finish = choices[0].get("finish_reason")
     tool_calls = _tool_calls(message) if tools_requested else ()
     if text_tools and not tool_calls and isinstance(text, str):
-        tool_calls, text = calls_written_as_text(text, text_tools)
+        tool_calls = calls_written_as_text(text, text_tools)
         finish = "tool_calls" if tool_calls else finish  # as a server that parsed them would say
     if tools_required and not tool_calls:
         raise MalformedReply(f"the request required a tool call (tool_choice) and the reply has none: {text!r:.120}")
@@ -216,13 +220,15 @@ def parse_completion(
     )
 
 
-def calls_written_as_text(text: str, tool_names: Collection[str]) -> tuple[tuple[dict[str, Any], ...], str]:
-    """(the tool calls ``text`` writes, the text left) when every call it writes names one of
-    ``tool_names``; else ((), ``text``): a call to a tool that was not offered is not read."""
-    calls = tool_calls_in_text(text, 0)
+def calls_written_as_text(text: str, tool_names: Collection[str]) -> tuple[dict[str, Any], ...]:
+    """The tool calls ``text`` writes (pipeline.agentic.text_calls; the whole text may also be wrapped
+    in one markdown code fence, as small models write JSON) when every one names one of ``tool_names``;
+    else none: a call to a tool that was not offered is not read. The text itself is kept as written."""
+    fenced = _FENCED.match(text.strip())
+    calls = tool_calls_in_text(fenced.group(1) if fenced else text, 0)
     if not calls or any(c["function"]["name"] not in tool_names for c in calls):
-        return (), text
-    return tuple(calls), ""
+        return ()
+    return tuple(calls)
 
 
 def _tool_calls(message: object) -> tuple[dict[str, Any], ...]:

@@ -250,6 +250,9 @@ TEXT_CALLS: list[tuple[str, Any, list[tuple[str, dict[str, Any]]] | None]] = [
     (TAGGED, "required", [("Memory", {"content": "Bob runs"})]),
     (MEMORY_CALL, "required", [("Memory", {"content": "Bob runs"})]),  # the bare object
     ("{" + MEMORY_CALL + "}", "required", [("Memory", {"content": "Bob runs"})]),  # doubled braces
+    (f"```json\n{MEMORY_CALL}\n```", "required", [("Memory", {"content": "Bob runs"})]),  # fenced (seen on Qwen 1.5B)
+    (f"```\n{TAGGED}\n```", "auto", [("Memory", {"content": "Bob runs"})]),
+    (f"Sure:\n```json\n{MEMORY_CALL}\n```", "required", None),  # text around the fence: not a call
     (TWO, "required", [("Memory", {"content": "a"}), ("Memory", {"content": "b"})]),
     (TAGGED, "auto", [("Memory", {"content": "Bob runs"})]),
     (TAGGED, {"type": "function", "function": {"name": "Memory"}}, [("Memory", {"content": "Bob runs"})]),

@@ -26,7 +26,8 @@ so a request goes upstream as the product sent it):
   turns into a grammar that constrains the reply to the schema (it refuses ``json_schema``). The
   product still asks for, and gets, a reply of its schema; only the wire form changes.
 - ``text_tool_calls``: when the request offers tools, a reply whose text writes a call to one of them
-  (Qwen's ``<tool_call>{...}</tool_call>`` blocks or the bare JSON object; pipeline/agentic/text_calls.py)
+  (Qwen's ``<tool_call>{...}</tool_call>`` blocks or the bare JSON object, fenced or not;
+  pipeline/agentic/text_calls.py, pipeline.llm_protocol.calls_written_as_text)
   is returned as a proper ``tool_calls`` entry (an endpoint that renders the model's chat template
   but does not parse its calls back). membench's client reads the calls (``TEXT_TOOL_CALLS_PARAM``,
   never sent upstream, part of the cache key), so a ``tool_choice`` that requires a call is checked
@@ -51,7 +52,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pipeline.llm_protocol import TEXT_TOOL_CALLS_PARAM, ChatClient, LLMReply
+from pipeline.llm_protocol import TEXT_TOOL_CALLS_PARAM, TEXT_TOOL_CALLS_VERSION, ChatClient, LLMReply
 from pipeline.memory.base import Encoder
 from pipeline.tokens import count_tokens
 
@@ -190,7 +191,7 @@ def chat_call(body: Mapping[str, Any], options: EndpointOptions | None = None) -
     if options.schema_format == "json_object_schema" and "response_format" in params:
         params["response_format"] = json_object_schema(params["response_format"])
     if options.text_tool_calls and params.get("tools"):
-        params[TEXT_TOOL_CALLS_PARAM] = True
+        params[TEXT_TOOL_CALLS_PARAM] = TEXT_TOOL_CALLS_VERSION
     return ChatCall(
         messages=[_text_message(m) for m in messages],
         model=body.get("model") or None,
@@ -256,7 +257,8 @@ def _reply_message(reply: LLMReply) -> dict[str, Any]:
     if not reply.tool_calls:
         return {"role": "assistant", "content": reply.text}
     calls = [_unique_text_call_id(c, reply.cache_key) for c in reply.tool_calls]
-    return {"role": "assistant", "content": reply.text or None, "tool_calls": calls}
+    read_from_text = calls != list(reply.tool_calls)  # the text was the calls: not an answer besides them
+    return {"role": "assistant", "content": None if read_from_text else reply.text or None, "tool_calls": calls}
 
 
 def _unique_text_call_id(call: dict[str, Any], cache_key: str) -> dict[str, Any]:
