@@ -234,19 +234,21 @@ def test_missing_library_is_one_config_line(monkeypatch: pytest.MonkeyPatch) -> 
         LangmemParams()
 
 
-def _written(facts: list[str], tagged: bool) -> dict[str, Any]:
+def _written(facts: list[str], form: str) -> dict[str, Any]:
     """LangMem's insert calls written as the model's text, as llama-cpp-python's server returns them
-    (no tool-calling chat format): Qwen's <tool_call> blocks, or one bare JSON object."""
+    (no tool-calling chat format): Qwen's <tool_call> blocks, one bare JSON object, or one fenced."""
     calls = [json.dumps({"name": "Memory", "arguments": {"content": f}}) for f in facts]
-    return {"content": "\n".join(f"<tool_call>\n{c}\n</tool_call>" for c in calls) if tagged else calls[0]}
+    if form == "tagged":
+        return {"content": "\n".join(f"<tool_call>\n{c}\n</tool_call>" for c in calls)}
+    return {"content": calls[0] if form == "bare" else f"```json\n{calls[0]}\n```"}
 
 
 @pytest.fixture
 def text_server() -> Iterator[FakeOpenAIServer]:
-    """Answers LangMem's extraction with its calls written as text (s1: a bare JSON object)."""
+    """Answers LangMem's extraction with its calls written as text (s0 tagged, s1 bare, s2 fenced)."""
     with running_fake_server(default_reply="No memories to record.") as srv:
-        for match, facts in FACTS.items():
-            srv.add_script(match, [_written(facts, tagged=match != "Lisbon")], repeat_last=True)
+        for (match, facts), form in zip(FACTS.items(), ("tagged", "bare", "fenced"), strict=True):
+            srv.add_script(match, [_written(facts, form)], repeat_last=True)
         yield srv
 
 
