@@ -33,7 +33,7 @@ from pipeline.filelock import file_lock
 from pipeline.fingerprint import pipeline_code_files, update_with_files
 from pipeline.memory.base import turn_unit_text
 from pipeline.records import TurnRow
-from pipeline.schemas import iter_row_groups
+from pipeline.row_groups import iter_row_groups
 from pipeline.store import ResultStore
 from resources.benchmark import BenchmarkResource, ResultStoreResource
 from resources.embeddings import EmbeddingResource, EmbedProgress, EnsureStats

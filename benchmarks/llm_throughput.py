@@ -108,17 +108,40 @@ def timed_mode(
         server.rejected_by.clear()
     before = shared_work(folder)
     load = os.getloadavg()[0]
-    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu, own = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
     start = time.monotonic()
     wait_all([materialize(chunk, env) for chunk in chunks])
     wall = time.monotonic() - start
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used, own_used = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    runs_cpu = used.ru_utime - cpu.ru_utime + used.ru_stime - cpu.ru_stime
+    server_cpu = own_used.ru_utime - own.ru_utime + own_used.ru_stime - own.ru_stime
+    with server.lock:
+        requests = len(server.timeline)
     print(
-        f"  CPU of the runs {used.ru_utime - cpu.ru_utime + used.ru_stime - cpu.ru_stime:.1f} s (user+sys); "
+        f"  CPU of the runs {runs_cpu:.1f} s (user+sys), of the fake server (this process) {server_cpu:.1f} s; "
         f"load average at start {load:.1f} on {os.cpu_count()} cores"
     )
+    print(cpu_ceiling(runs_cpu, server_cpu, requests, runs * cap / server.default.delay_s))
     print(shared_work_line(before, shared_work(folder)))
     return start, wall
+
+
+def cpu_ceiling(runs_cpu: float, server_cpu: float, requests: int, capacity: float) -> str:
+    """CPU per LLM request (runs' and server's, fixed costs included) and the request rate the cores allow.
+
+    Why: the fake endpoint and every run share this machine's cores; when the CPU one request costs,
+    times the rate the runs' caps allow, exceeds the cores, K runs cannot scale K-fold here.
+    """
+    if not requests:
+        return "  no requests: no CPU per request"
+    per_request = (runs_cpu + server_cpu) / requests
+    cores = os.cpu_count() or 1
+    runs_ms, server_ms = 1000 * runs_cpu / requests, 1000 * server_cpu / requests
+    return (
+        f"  CPU per LLM request {runs_ms:.1f} ms in the runs + {server_ms:.1f} ms in the server (fixed costs "
+        f"included): {cores} cores allow at most {cores / per_request:.0f} requests/s; the runs' caps allow "
+        f"{capacity:.0f}/s"
+    )
 
 
 def report(label: str, server: FakeOpenAIServer, start: float, wall: float, n: int, capacity: float) -> None:

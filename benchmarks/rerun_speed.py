@@ -35,14 +35,16 @@ sys.path.insert(0, str(ROOT))
 
 from run_env import dagster_env  # noqa: E402 (benchmarks/run_env.py, next to this script)
 
-IMPORT_PROBE = """
-import time
+HEAVY = ("pandas", "pandera", "scipy", "bm25s", "faiss", "torch", "openai", "matplotlib")
+IMPORT_PROBE = f"""
+import sys, time
 t = time.process_time()
 import pipeline.definitions as d
 t_import = time.process_time() - t
 t = time.process_time()
 d.defs()
-print(f"{t_import:.2f} {time.process_time() - t:.2f}")
+heavy = ",".join(m for m in {HEAVY!r} if m in sys.modules) or "none"
+print(f"{{t_import:.2f}} {{time.process_time() - t:.2f}} {{heavy}}")
 """
 
 
@@ -104,8 +106,11 @@ def import_cost(env: dict[str, str]) -> str:
     out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], cwd=ROOT, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         return f"  import probe failed: {out.stderr[-500:]}"
-    imp, defs = out.stdout.split()
-    return f"  CPU: import pipeline.definitions {imp} s, load the definitions {defs} s (separate process)"
+    imp, defs, heavy = out.stdout.split()
+    return (
+        f"  CPU: import pipeline.definitions {imp} s, load the definitions {defs} s (separate process); "
+        f"heavy libraries loaded by then: {heavy}"
+    )
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from resources.dagster_internals import (
     AssetCheckEvaluationPlanned,
     AssetMaterializationPlannedData,
     DagsterEvent,
+    SqliteEventLogStorage,
 )
 from resources.event_log import BATCH_SIZE_ENV, BatchingSqliteEventLogStorage, MembenchSqliteStorage, _segments
 
@@ -168,3 +169,57 @@ def test_shipped_dagster_yaml_uses_it() -> None:
 
     cfg = yaml.safe_load((PROJECT_ROOT / "configs" / "dagster.yaml").read_text())
     assert cfg["storage"]["custom"]["class"] == MembenchSqliteStorage.__name__
+
+
+def test_index_connection_kept_open_run_shards_checkpointed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One index shard connection per process, commits without fsync, run shards closed after each use.
+
+    Counted with SQLAlchemy's pool ``connect`` event: the index shard is opened once for a whole run
+    (Dagster opens a new engine per use: ~250 per unchanged sample rerun); a run shard is opened per
+    use and closed, so its WAL is checkpointed into ``<run_id>.db`` (the file the UI's live run log
+    watches) and no ``-wal`` file is left once the run is over.
+    """
+    import sqlalchemy as sa
+
+    opened: Counter[str] = Counter()
+
+    def on_connect(dbapi_conn: object, _record: object) -> None:
+        path = dbapi_conn.cursor().execute("PRAGMA database_list").fetchone()[2]  # type: ignore[attr-defined]
+        opened["index" if path.endswith("index.db") else "run shard"] += 1
+
+    asked: Counter[str] = Counter()  # Dagster's has_table opens an engine of its own (asked once per table)
+    has_table = SqliteEventLogStorage.has_table
+
+    def counted_has_table(self: SqliteEventLogStorage, name: str) -> bool:
+        asked[name] += 1
+        return has_table(self, name)
+
+    monkeypatch.setattr(SqliteEventLogStorage, "has_table", counted_has_table)
+    monkeypatch.setenv(BATCH_SIZE_ENV, "1000")
+    base = tmp_path / "b"
+    custom = {"module": "resources.event_log", "class": "MembenchSqliteStorage", "config": {"base_dir": str(base)}}
+    sa.event.listen(sa.pool.Pool, "connect", on_connect)
+    try:
+        with dg.instance_for_test(overrides={"storage": {"custom": custom}}) as instance:
+            opened.clear()  # creating the shards (Dagster's own init, on its own engines) is not counted
+            _run(instance, KEYS[0], KEYS[-1], fail=False)
+            during_run, asked_in_run = dict(opened), sum(asked.values())
+            run_id = instance.get_runs()[0].run_id
+            storage = instance.event_log_storage
+            assert isinstance(storage, BatchingSqliteEventLogStorage)
+            for shard in ("index", run_id):  # NORMAL (1), not Dagster's default FULL (2)
+                with storage._connect(shard) as conn:
+                    assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1
+            assert instance.get_status_by_partition(ASSETS[1], KEYS, PARTS) == dict.fromkeys(
+                KEYS, dg.AssetPartitionStatus.MATERIALIZED
+            )
+            instance.wipe()  # deletes the run shards: a kept connection must not write to a deleted file
+            _run(instance, KEYS[0], KEYS[1], fail=False)
+            assert sorted(instance.get_materialized_partitions(ASSETS[1])) == KEYS[:2]
+    finally:
+        sa.event.remove(sa.pool.Pool, "connect", on_connect)
+    assert during_run["index"] == 1 + asked_in_run, (during_run, asked)
+    assert during_run["run shard"] > 10  # opened and closed per use
+    events_dir = base / "history" / "runs"
+    assert not (events_dir / f"{run_id}.db").exists()  # wiped
+    assert not list(events_dir.glob("*.db-wal")), "run shards' WAL left un-checkpointed"

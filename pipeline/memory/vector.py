@@ -9,13 +9,15 @@ haystack never pays for embeddings a run does not use, and a restored memory emb
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import faiss
 import numpy as np
 
 from pipeline.memory.base import Encoder, MemoryDeps, MemoryUnit
 from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams, parse_params
+
+if TYPE_CHECKING:
+    import faiss
 
 P = TypeVar("P", bound=SystemParams)
 
@@ -42,6 +44,8 @@ class VectorIndex:
         vecs = np.ascontiguousarray(self.encoder.encode(list(texts)), dtype=np.float32)
         if vecs.ndim != 2 or vecs.shape[0] != len(texts):
             raise ValueError(f"encoder {self.encoder.model_name!r} returned shape {vecs.shape} for {len(texts)} texts")
+        import faiss  # imported by the first search, not by every definitions load (0.1-0.2 s)
+
         faiss.normalize_L2(vecs)  # the protocol promises unit vectors; IP = cosine only if so
         return vecs
 
@@ -51,6 +55,8 @@ class VectorIndex:
             return
         vecs = self._embed([u.text for u in self._pending])
         if self._index is None:
+            import faiss
+
             self._index = faiss.IndexFlatIP(vecs.shape[1])
         self._index.add(vecs)
         self.units.extend(self._pending)

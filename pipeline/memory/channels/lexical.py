@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-import bm25s
 import numpy as np
 import Stemmer
 
@@ -30,6 +29,8 @@ def _stemmer() -> Stemmer.Stemmer:
 
 def tokenize(texts: Sequence[str], stem: bool = True) -> list[list[str]]:
     """The analyzer shared by index and query (lower, stop words, optional Snowball stem)."""
+    import bm25s  # with scipy: on first use, not by every definitions load
+
     return bm25s.tokenize(
         list(texts),
         stopwords="en",
@@ -45,6 +46,8 @@ class BM25Index:
     def __init__(self, docs: Sequence[str], k1: float = K1, b: float = B, stem: bool = True) -> None:
         self.k1, self.b, self.stem = k1, b, stem
         self.n_docs = len(docs)
+        import bm25s
+
         self._bm25 = bm25s.BM25(k1=k1, b=b, method=METHOD)
         tokens = tokenize(docs, stem)
         self._empty = not any(tokens)
