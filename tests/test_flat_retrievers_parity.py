@@ -61,7 +61,7 @@ def compare(
     differing: list[tuple[str, str]] = []
     for item in lme_items(path):
         if len(payloads) == len(expected):
-            break  # the figures' records are all compared (a partial file's are the first ones)
+            break  # every record of the figures is found (a spread over the file, in file order)
         if item.question.question_id not in expected:
             continue
         payloads.append(lme_flat_payload(dict(item.raw)))
