@@ -48,10 +48,11 @@ def _requesters_behind_a_held_lock(coalescer: Coalescer, request: Callable[[int]
             errors.append(exc)
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(K)]
+    issued_before = coalescer._issued()  # tickets of earlier requests (a first refresh) are not these K
     with file_lock(coalescer.root / f".{coalescer.name}.lock"):  # another process rebuilding, say
         for t in threads:
             t.start()
-        _all_waiting(coalescer, K, threads)
+        _all_waiting(coalescer, issued_before + K, threads)
     for t in threads:
         t.join()
     assert not errors, errors
