@@ -163,6 +163,28 @@ def test_kill_9_mid_session_then_rerun(server: FakeOpenAIServer, tmp_path: Path,
     assert _documents(deps_for(server.base_url, tmp_path), HAYSTACK, tmp_path)[1] == ["s0", "s1", "s2"]
 
 
+def test_retain_cap_reaches_the_endpoint(
+    server: FakeOpenAIServer, enc: Encoder, tmp_path: Path, state_dir: Path
+) -> None:
+    """``retain_max_completion_tokens`` is Hindsight's own setting: its server (a second one, for these
+    params) asks the endpoint for at most that many tokens per fact extraction; the default asks 64,000."""
+    deps = _deps(server, enc, tmp_path, state_dir)
+    spec = SystemSpec.from_class(ComponentConfig(name="hindsight", kind="hindsight"), HindsightMemory, "hash-h", None)
+    capped = {"retain_max_completion_tokens": 4096}
+    ck = tmp_path / "ck.parquet"
+    done = ingest_haystack(spec, lambda: HindsightMemory(capped, deps), "hs-e", build_haystack(), ck)
+    assert done.error is None and done.sessions_completed == 3
+    assert [r["max_tokens"] for r in server.requests] == [4096] * 3
+    (tmp_path / "default").mkdir()
+    assert _ingest(_deps(server, enc, tmp_path / "default", state_dir), tmp_path / "default", "hs-e").error is None
+    assert [r["max_tokens"] for r in server.requests[3:]] == [64000] * 3
+
+
+def test_retain_cap_below_hindsight_chunk_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="retain_max_completion_tokens"):
+        HindsightParams(retain_max_completion_tokens=3000)
+
+
 def test_missing_server_is_one_config_line(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"kind 'hindsight' needs the Hindsight server installed in .*setup.sh") as exc:
         HindsightParams(server_venv=str(tmp_path / "nowhere"))

@@ -49,6 +49,9 @@ class HindsightParams(ProductParams):
     budget: Literal["low", "mid", "high"] = "mid"  # Hindsight's recall effort
     server_venv: str | None = None  # default: .venv-hindsight in the project (scripts/setup.sh)
     start_timeout_s: float = Field(default=600.0, gt=0)  # migrations on a fresh database take a while
+    # Hindsight's cap on one fact-extraction reply (HINDSIGHT_API_RETAIN_MAX_COMPLETION_TOKENS); it must
+    # exceed its chunk size (3,000 characters). None keeps Hindsight's default, 64,000 tokens.
+    retain_max_completion_tokens: int | None = Field(default=None, gt=3000)
 
     @model_validator(mode="after")
     def check_server(self) -> HindsightParams:
@@ -98,6 +101,7 @@ class HindsightMemory(ProductMemory):
                 self.embed_dims,
                 self.params.start_timeout_s,
                 self.call_timeout_s,
+                self.params.retain_max_completion_tokens,
             )
 
         self.server = shared_server((str(venv), str(state)), make)

@@ -109,6 +109,7 @@ class HindsightServer:
     embed_dims: int
     start_timeout_s: float = 600.0
     llm_timeout_s: float = 900.0  # Hindsight's wait for one LLM call through the proxy (its default: 120 s)
+    retain_max_completion_tokens: int | None = None  # None: Hindsight's own default (64,000)
     port: int = 0
     pg_port: int = 0
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
@@ -176,12 +177,20 @@ class HindsightServer:
             "HINDSIGHT_API_EMBEDDINGS_OPENAI_MODEL": self.embed_model,
             "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",
             "HINDSIGHT_API_OTEL_TRACES_ENABLED": "false",
+            **self._retain_cap(),
             # observations are consolidated by a background worker after retain returns: their LLM calls
             # would race the retrieval stage and land in no phase, so membench benchmarks the raw facts
             "HINDSIGHT_API_ENABLE_OBSERVATIONS": "false",
             "HF_HUB_OFFLINE": "1",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # litellm (a Hindsight dependency) fetches its price list otherwise
         }
+
+    def _retain_cap(self) -> dict[str, str]:
+        """Hindsight's own cap on a fact-extraction reply, when the config sets one: its default lets a
+        small local model that never closes its JSON write until the server's context is full."""
+        if self.retain_max_completion_tokens is None:
+            return {}
+        return {"HINDSIGHT_API_RETAIN_MAX_COMPLETION_TOKENS": str(self.retain_max_completion_tokens)}
 
     def start(self) -> None:
         problem = venv_problem(self.venv)
