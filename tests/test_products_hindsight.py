@@ -82,9 +82,10 @@ def _deps(server: FakeOpenAIServer, enc: Encoder, tmp: Path, state_dir: Path) ->
     return MemoryDeps(enc, llm=llm, state_dir=state_dir)
 
 
-def _ingest(deps: MemoryDeps, tmp: Path, haystack: str) -> IngestOutcome:
+def _ingest(deps: MemoryDeps, tmp: Path, haystack: str, params: dict[str, int] | None = None) -> IngestOutcome:
     spec = SystemSpec.from_class(ComponentConfig(name="hindsight", kind="hindsight"), HindsightMemory, "hash-h", None)
-    return ingest_haystack(spec, lambda: HindsightMemory({}, deps), haystack, build_haystack(), tmp / "ck.parquet")
+    memory = lambda: HindsightMemory(params or {}, deps)  # noqa: E731
+    return ingest_haystack(spec, memory, haystack, build_haystack(), tmp / "ck.parquet")
 
 
 def _documents(deps: MemoryDeps, haystack: str, tmp: Path) -> tuple[HindsightMemory, list[str]]:
@@ -169,10 +170,7 @@ def test_retain_cap_reaches_the_endpoint(
     """``retain_max_completion_tokens`` is Hindsight's own setting: its server (a second one, for these
     params) asks the endpoint for at most that many tokens per fact extraction; the default asks 64,000."""
     deps = _deps(server, enc, tmp_path, state_dir)
-    spec = SystemSpec.from_class(ComponentConfig(name="hindsight", kind="hindsight"), HindsightMemory, "hash-h", None)
-    capped = {"retain_max_completion_tokens": 4096}
-    ck = tmp_path / "ck.parquet"
-    done = ingest_haystack(spec, lambda: HindsightMemory(capped, deps), "hs-e", build_haystack(), ck)
+    done = _ingest(deps, tmp_path, "hs-e", {"retain_max_completion_tokens": 4096})
     assert done.error is None and done.sessions_completed == 3
     assert [r["max_tokens"] for r in server.requests] == [4096] * 3
     (tmp_path / "default").mkdir()
