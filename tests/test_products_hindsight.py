@@ -82,7 +82,7 @@ def _deps(server: FakeOpenAIServer, enc: Encoder, tmp: Path, state_dir: Path) ->
     return MemoryDeps(enc, llm=llm, state_dir=state_dir)
 
 
-def _ingest(deps: MemoryDeps, tmp: Path, haystack: str, params: dict[str, int] | None = None) -> IngestOutcome:
+def _ingest(deps: MemoryDeps, tmp: Path, haystack: str, params: dict[str, int | str] | None = None) -> IngestOutcome:
     spec = SystemSpec.from_class(ComponentConfig(name="hindsight", kind="hindsight"), HindsightMemory, "hash-h", None)
     memory = lambda: HindsightMemory(params or {}, deps)  # noqa: E731
     return ingest_haystack(spec, memory, haystack, build_haystack(), tmp / "ck.parquet")
@@ -176,6 +176,32 @@ def test_retain_cap_reaches_the_endpoint(
     (tmp_path / "default").mkdir()
     assert _ingest(_deps(server, enc, tmp_path / "default", state_dir), tmp_path / "default", "hs-e").error is None
     assert [r["max_tokens"] for r in server.requests[3:]] == [64000] * 3
+
+
+def test_chunks_mode_stores_each_session_as_it_is_with_no_llm_call(
+    server: FakeOpenAIServer, enc: Encoder, tmp_path: Path, state_dir: Path
+) -> None:
+    """``retain_extraction_mode: chunks`` reaches Hindsight (a server for these params): it stores the
+    session's own lines, makes no LLM call, and recall still maps what it finds back to the session."""
+    deps = _deps(server, enc, tmp_path, state_dir)
+    done = _ingest(deps, tmp_path, "hs-f", {"retain_extraction_mode": "chunks"})
+    assert done.error is None and done.sessions_completed == 3
+    assert server.request_count == 0
+    ck = load(tmp_path / "ck.parquet")
+    assert ck is not None
+    markers = [json.loads(u.text) for u in ck.units if u.kind == KIND_PRODUCT_SESSION]
+    assert [m["upstream_llm_calls"] for m in markers] == [0, 0, 0]
+    assert all(m["embed_calls"] >= 1 for m in markers)
+    memory = HindsightMemory({"retain_extraction_mode": "chunks"}, deps)
+    memory.restore(ck.units)
+    assert sorted(memory._documents()) == ["s0", "s1", "s2"]
+    top = memory.retrieve(question("Where did Alice travel? Lisbon", haystack_id="hs-f")).units[0]
+    assert top.session_key == "s1" and first_line(1) in top.text
+
+
+def test_unknown_extraction_mode_is_a_config_error() -> None:
+    with pytest.raises(ValueError, match="retain_extraction_mode"):
+        HindsightParams(retain_extraction_mode="summaries")  # type: ignore[arg-type]
 
 
 def test_retain_cap_below_hindsight_chunk_is_a_config_error(tmp_path: Path) -> None:

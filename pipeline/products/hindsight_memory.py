@@ -43,6 +43,7 @@ from pipeline.products.hindsight_server import (
 from pipeline.records import QuestionRow
 
 KIND = "hindsight"
+RetainMode = Literal["concise", "verbose", "custom", "verbatim", "chunks"]  # Hindsight's RETAIN_EXTRACTION_MODES
 
 
 class HindsightParams(ProductParams):
@@ -52,6 +53,10 @@ class HindsightParams(ProductParams):
     # Hindsight's cap on one fact-extraction reply (HINDSIGHT_API_RETAIN_MAX_COMPLETION_TOKENS); it must
     # exceed its chunk size (3,000 characters). None keeps Hindsight's default, 64,000 tokens.
     retain_max_completion_tokens: int | None = Field(default=None, gt=3000)
+    # Hindsight's fact-extraction mode (HINDSIGHT_API_RETAIN_EXTRACTION_MODE). None keeps its default
+    # (concise). "chunks" stores each chunk of a session as it is, with no LLM call: what is left to
+    # measure is Hindsight's retrieval (docs/products.md says when a run needs it).
+    retain_extraction_mode: RetainMode | None = None
 
     @model_validator(mode="after")
     def check_server(self) -> HindsightParams:
@@ -102,6 +107,7 @@ class HindsightMemory(ProductMemory):
                 self.params.start_timeout_s,
                 self.call_timeout_s,
                 self.params.retain_max_completion_tokens,
+                self.params.retain_extraction_mode,
             )
 
         self.server = shared_server((str(venv), str(state)), make)

@@ -110,6 +110,7 @@ class HindsightServer:
     start_timeout_s: float = 600.0
     llm_timeout_s: float = 900.0  # Hindsight's wait for one LLM call through the proxy (its default: 120 s)
     retain_max_completion_tokens: int | None = None  # None: Hindsight's own default (64,000)
+    retain_extraction_mode: str | None = None  # None: Hindsight's own default (concise)
     port: int = 0
     pg_port: int = 0
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
@@ -177,7 +178,7 @@ class HindsightServer:
             "HINDSIGHT_API_EMBEDDINGS_OPENAI_MODEL": self.embed_model,
             "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",
             "HINDSIGHT_API_OTEL_TRACES_ENABLED": "false",
-            **self._retain_cap(),
+            **self._retain_settings(),
             # observations are consolidated by a background worker after retain returns: their LLM calls
             # would race the retrieval stage and land in no phase, so membench benchmarks the raw facts
             "HINDSIGHT_API_ENABLE_OBSERVATIONS": "false",
@@ -185,12 +186,15 @@ class HindsightServer:
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # litellm (a Hindsight dependency) fetches its price list otherwise
         }
 
-    def _retain_cap(self) -> dict[str, str]:
-        """Hindsight's own cap on a fact-extraction reply, when the config sets one: its default lets a
-        small local model that never closes its JSON write until the server's context is full."""
-        if self.retain_max_completion_tokens is None:
-            return {}
-        return {"HINDSIGHT_API_RETAIN_MAX_COMPLETION_TOKENS": str(self.retain_max_completion_tokens)}
+    def _retain_settings(self) -> dict[str, str]:
+        """Hindsight's own retain settings the config sets. The reply cap: Hindsight's default lets a small
+        local model that never closes its JSON write until the server's context is full. The mode: a model
+        too small to extract facts can still be measured on Hindsight's retrieval ("chunks")."""
+        settings = {
+            "HINDSIGHT_API_RETAIN_MAX_COMPLETION_TOKENS": self.retain_max_completion_tokens,
+            "HINDSIGHT_API_RETAIN_EXTRACTION_MODE": self.retain_extraction_mode,
+        }
+        return {name: str(value) for name, value in settings.items() if value is not None}
 
     def start(self) -> None:
         problem = venv_problem(self.venv)
