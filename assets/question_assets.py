@@ -32,6 +32,7 @@ from assets.run_gate import finish_run, is_last_step, run_partition_keys
 from assets.run_peers import peers_running, peers_still_running
 from pipeline.config_resolve import ResolvedConfig
 from pipeline.question_driver import StageOutcome
+from pipeline.stale_units import explain_failures
 from pipeline.store import ResultStore
 from resources.benchmark import BenchmarkResource, ResultStoreResource
 from resources.embeddings import EmbeddingResource
@@ -157,7 +158,9 @@ def build_failed_check(prefix: str, sd: StageDef, partitions_def: dg.PartitionsD
     )
     def _check(context: dg.AssetCheckExecutionContext, store: ResultStoreResource) -> Iterator[dg.AssetCheckResult]:
         keys = run_partition_keys(context, partitions_def)
-        failed = failed_questions(store.store(), sd.name, keys)
+        failed = explain_failures(
+            store.store(), store.benchmark.load(), sd.name, failed_questions(store.store(), sd.name, keys)
+        )
         listed = [{"question": k, "error": e} for k, e in failed[:MAX_LISTED]]
         yield dg.AssetCheckResult(
             passed=not failed,

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import duckdb
 
@@ -24,9 +24,12 @@ from pipeline.commands import materialize_one, run_all
 from pipeline.config import ConfigError, load_config
 from pipeline.store import STAGE_TABLES, ResultStore
 
+if TYPE_CHECKING:
+    from pipeline.forget import ForgetPlan
+
 HELP = """membench: the results of a benchmark config, from any folder: where they are, progress per
 stage, the failed questions with the commands that re-run them, SQL over the result views, the
-catalog's columns, and paired comparisons of runs.
+catalog's columns, paired comparisons of runs, and forgetting a renamed memory system's results.
 
 Run the benchmark itself with `dagster job execute -j full_benchmark` (README). A mistake here
 (a missing config, no results yet, a bad query) ends in one line on stderr and exit status 2."""
@@ -145,20 +148,24 @@ ORDER BY stage, partition_key
 
 
 def cmd_failed(args: argparse.Namespace) -> int:
-    """List failed questions and the command that re-materializes exactly them."""
+    """List failed questions and the command that re-materializes exactly them; a question failed by
+    rows of a memory system no longer configured says so and names ``membench forget``."""
+    from pipeline.stale_units import stored_stale_systems, with_note
+
     store = _store(args.config)
     _require_results(store, args.config)
+    cfg = load_config(args.config)
     with store.connect() as con:
         rows = con.execute(FAILED_SQL, {"stage": args.stage}).fetchall()
     for stage, key, err in rows:
-        sys.stdout.write(f"{stage}\t{key}\t{(err or '')[:200]}\n")
+        stale = stored_stale_systems(store, cfg, stage, key)
+        sys.stdout.write(f"{stage}\t{key}\t{with_note((err or '')[:200], stale)}\n")
     keys = sorted({r[1] for r in rows})
     if not keys:
         where = f" at stage {args.stage}" if args.stage else ""
         sys.stdout.write(f"no failed questions{where}\n")
         return 0
     rerunnable = [k for k in keys if "#" not in k and "*" not in k]  # keyless / unreadable-file rows
-    cfg = load_config(args.config)
     prefix = cfg.config_name
     stages = ",".join(f"{prefix}/{s}" for s in ("ingestion", "retrievals", "answers", "judgments"))
     lines = [
@@ -178,6 +185,47 @@ def cmd_failed(args: argparse.Namespace) -> int:
         )
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Remove memory systems' stored rows, checkpoints and product state (pipeline/forget.py);
+    a dry run unless ``--yes``. A name with nothing stored is said so, exit status 0."""
+    from pipeline.forget import apply_plan, plan_forget
+
+    store = _store(args.config)
+    _require_results(store, args.config)
+    cfg = load_config(args.config)
+    plan = plan_forget(store, cfg, args.systems)
+    sys.stdout.write("\n".join(forget_lines(store, plan, args.yes)) + "\n")
+    if args.yes and not plan.empty:
+        apply_plan(store, plan)
+        rows = sum(h.rows for h in plan.stages)
+        sys.stdout.write(f"removed {rows} row(s); the catalog views (progress, failed, reports) show it now\n")
+    return 0
+
+
+def forget_lines(store: ResultStore, plan: ForgetPlan, yes: bool) -> list[str]:
+    """What ``membench forget`` prints before it acts: the table per stage, the folders, the notes."""
+    names = " ".join(plan.systems)
+    if plan.empty:
+        lines = [f"nothing stored for {names} under {store.root}: nothing to forget"]
+    else:
+        mode = "removing" if yes else "dry run, nothing removed (add --yes to remove)"
+        lines = [f"forget {names} in {store.root} ({mode}):"]
+        table = [(h.stage, len(h.keys), h.rows, h.failed) for h in plan.stages]
+        lines.append(format_table(("stage", "questions touched", "rows", "failed rows"), table))
+        lines += [f"remove folder: {_shown(store, p)} (ingestion checkpoints)" for p in plan.checkpoints]
+        lines += [f"remove folder: {_shown(store, p)} (product state)" for p in plan.product_dirs]
+    lines += [f"keep folder: {_shown(store, k.path)}: {k.reason}" for k in plan.kept]
+    if plan.empty:
+        return lines
+    lines += [f"{n}: nothing stored under this name" for n in plan.without_rows]
+    lines += [f"{n} is still configured: the next run recomputes it" for n in plan.still_configured]
+    return lines
+
+
+def _shown(store: ResultStore, path: Path) -> str:
+    return str(path.relative_to(store.root)) if path.is_relative_to(store.root) else str(path)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -273,6 +321,15 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("progress", help="per dataset and stage: done / failed / missing questions")
     p_failed = sub.add_parser("failed", help="failed questions and the command that re-runs them")
     p_failed.add_argument("--stage", choices=STAGES, help="only this stage")
+    p_forget = sub.add_parser(
+        "forget",
+        help="remove a renamed or removed memory system's stored rows and checkpoints (dry run unless --yes)",
+        description="Rows of a memory system the config no longer has keep their questions failed on every run; "
+        "this removes them (every per-question stage, its ingestion checkpoints, product state no configured "
+        "system shares). A dry run prints what it would remove; --yes removes it.",
+    )
+    p_forget.add_argument("systems", nargs="+", metavar="SYSTEM", help="memory system name(s) as stored")
+    p_forget.add_argument("--yes", action="store_true", help="remove (default: dry run)")
     p_sql = sub.add_parser("sql", help="run a SQL query over the result views")
     p_sql.add_argument("query", nargs="?", default=EXAMPLE_SQL)
     p_schema = sub.add_parser("schema", help="every view and column of the catalog and what it means")
@@ -311,6 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "check-config": cmd_check_config,
         "progress": cmd_progress,
         "failed": cmd_failed,
+        "forget": cmd_forget,
         "sql": cmd_sql,
         "compare": cmd_compare,
         "schema": cmd_schema,

@@ -28,6 +28,7 @@ from pipeline.llm_protocol import is_unreachable
 from pipeline.partitions import dataset_of
 from pipeline.progress import Progress
 from pipeline.record_hash import failure_hash, question_hashes
+from pipeline.stale_units import stale_systems, system_of, with_note
 from pipeline.status_index import StageIndex
 from pipeline.store import ResultStore
 
@@ -254,6 +255,15 @@ class QuestionStage:
             "failed to load or no longer has this question (see the canonical asset's log)"
         )
 
+    def _failure(self, dataset: str, rows: list[dict[str, Any]] | None) -> str | None:
+        """The question's failure message: its first stored failure, naming (and telling how to remove)
+        failed rows of memory systems no longer configured, which no run would ever retry."""
+        error = _first_failure(rows)
+        if error is None:
+            return None
+        configured = {system_of(u.unit) for u in self.units_for(dataset)}
+        return with_note(error, stale_systems(rows or (), configured, self.stage))
+
     def pending(self, keys: list[str]) -> tuple[list[WorkItem], list[tuple[WorkItem, str]]]:
         """(work items to compute, (item, error) pairs that fail without computing)."""
         todo: list[WorkItem] = []
@@ -271,7 +281,7 @@ class QuestionStage:
             missing = tuple(u for u in self.units_for(dataset) if (u.unit, u.unit_hash) not in done)
             if not missing:
                 self.outcome.keys_already_done += 1
-                error = _first_failure(existing)
+                error = self._failure(dataset, existing)
                 if error is not None:  # a stored row of a unit no longer configured
                     self.outcome.failed[key] = error
                 continue
@@ -296,7 +306,7 @@ class QuestionStage:
         o.units_ok += ok
         o.units_failed += len(results) - ok
         o.units_by_key[item.partition_key] = (ok, len(results) - ok)
-        error = _first_failure(self.stored.rows[item.partition_key])
+        error = self._failure(item.dataset, self.stored.rows[item.partition_key])
         if error is not None:
             o.failed[item.partition_key] = error
         if len(o.preview) < 10:

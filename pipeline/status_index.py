@@ -89,6 +89,12 @@ class StageIndex:
             self.files[key] = _stamp((self.dir / f"{key}.parquet").stat())
         self._dirty = True
 
+    def drop(self, key: str) -> None:
+        """Forget ``key`` whose file was just removed (``membench forget``, pipeline/forget.py)."""
+        self.files.pop(key, None)
+        self.rows.pop(key, None)
+        self._dirty = True
+
     def save(self) -> None:
         """Write the valid entries (atomic); a no-op when nothing changed."""
         if not self._dirty:

@@ -39,7 +39,10 @@ def _write_results(store: ResultStore) -> None:
 
 def _config(tmp_path: Path, name: str, results: Path) -> str:
     path = tmp_path / f"{name}.yaml"
-    path.write_text(f"results_dir: {results}\ndatasets:\n  - {{name: d, loader: locomo, path: x.json}}\n")
+    path.write_text(
+        f"results_dir: {results}\ndatasets:\n  - {{name: d, loader: locomo, path: x.json}}\n"
+        "memory_systems:\n  - {name: rag, kind: rag}\n"  # the system of the stored rows (else `failed` names it stale)
+    )
     return str(path)
 
 

@@ -76,6 +76,13 @@ def missing_library(kind: str, module: str, package: str) -> str | None:
     )
 
 
+def params_hash_of(kind: str, version: int, params: dict[str, Any]) -> str:
+    """The hash naming a product's state dir ``products/<kind>-<hash>``: kind, code version and params,
+    not the system's name (``membench forget`` computes it for configured systems, pipeline/forget.py)."""
+    blob = json.dumps({"kind": kind, "version": version, "params": params}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
 class ProductMemory:
     """Base of product memories (one instance = one (system, haystack) memory)."""
 
@@ -127,9 +134,7 @@ class ProductMemory:
         return (int(getattr(self.deps.llm, "max_retries", 0)) + 1) * (timeout + 60.0)
 
     def params_hash(self) -> str:
-        parts = {"kind": self.kind, "version": self.version, "params": self.params.model_dump()}
-        blob = json.dumps(parts, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+        return params_hash_of(self.kind, self.version, self.params.model_dump())
 
     @property
     def base_url(self) -> str:

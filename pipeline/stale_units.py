@@ -1,0 +1,78 @@
+"""Stored failed rows of memory systems a config no longer has, and the one-line hint naming them.
+
+Why: a stored failed row keeps its question failed on every later run (the progress rule: partition
+status, ``membench progress`` and the report views agree on it), and when its memory system was
+renamed or removed no configured unit ever recomputes it. The rule stays; the message says whose
+rows they are and that ``membench forget <system>`` removes them (pipeline/forget.py).
+
+A unit is ``system``, ``system/reader[~r]`` or ``system/reader/judge[~r]``; config names cannot
+hold ``/`` or ``~`` (pipeline/config.py), so the system is the unit's first segment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pipeline.config import BenchmarkConfig
+from pipeline.partitions import dataset_of
+from pipeline.store import STAGE_TABLES, ResultStore
+
+STATUS_FAILED = "failed"  # = pipeline.question_driver.STATUS_FAILED (not imported: the driver imports this module)
+
+
+def system_of(unit: str) -> str:
+    """The memory system of a stored unit (``rag/offline/exact_match`` -> ``rag``)."""
+    return unit.split("/", 1)[0]
+
+
+def configured_systems(cfg: BenchmarkConfig, dataset: str) -> set[str]:
+    """Names of the memory systems ``cfg`` runs on ``dataset``."""
+    return {s.name for s in cfg.memory_systems if s.applies_to(dataset)}
+
+
+def stale_systems(rows: Iterable[Mapping[str, Any]], configured: set[str], stage: str) -> list[str]:
+    """Systems (sorted) of failed rows whose system is not in ``configured``.
+
+    A row whose unit is the stage's own name is the driver's "no canonical record" marker, not a
+    system's row (pipeline/question_driver.py ``pending``): it is never named.
+    """
+    return sorted(
+        {
+            system_of(r["unit"])
+            for r in rows
+            if r["status"] == STATUS_FAILED and r["unit"] != stage and system_of(r["unit"]) not in configured
+        }
+    )
+
+
+def stale_note(systems: list[str]) -> str:
+    """The hint put before a failure message (same line) when stale systems' rows fail it."""
+    names = ", ".join(repr(s) for s in systems)
+    return (
+        f"[stored failed rows of memory system {names}, not in the config any more: "
+        f"`membench forget {' '.join(systems)}` removes them]"
+    )
+
+
+def with_note(error: str, systems: list[str]) -> str:
+    """``error`` after the stale-systems hint (first: messages are cut after a few hundred characters),
+    or unchanged when there are none."""
+    return f"{stale_note(systems)} {error}" if systems else error
+
+
+def stored_stale_systems(store: ResultStore, cfg: BenchmarkConfig, stage: str, key: str) -> list[str]:
+    """Stale systems of one question's stored rows in ``stage`` (none for the canonical stage)."""
+    if stage not in STAGE_TABLES:
+        return []
+    table = store.read_partition(stage, key, columns=["unit", "status"])
+    if table is None:
+        return []
+    return stale_systems(table.to_pylist(), configured_systems(cfg, dataset_of(key)), stage)
+
+
+def explain_failures(
+    store: ResultStore, cfg: BenchmarkConfig, stage: str, failed: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """(key, error) pairs of ``stage`` with the hint added where stale systems' rows fail the key."""
+    return [(key, with_note(error, stored_stale_systems(store, cfg, stage, key))) for key, error in failed]
