@@ -150,16 +150,16 @@ ORDER BY stage, partition_key
 def cmd_failed(args: argparse.Namespace) -> int:
     """List failed questions and the command that re-materializes exactly them; a question failed by
     rows of a memory system no longer configured says so and names ``membench forget``."""
-    from pipeline.stale_units import stored_stale_systems, with_note
+    from pipeline.stale_units import StaleFinder, with_note
 
     store = _store(args.config)
     _require_results(store, args.config)
     cfg = load_config(args.config)
     with store.connect() as con:
         rows = con.execute(FAILED_SQL, {"stage": args.stage}).fetchall()
+    stale = StaleFinder(store, cfg)
     for stage, key, err in rows:
-        stale = stored_stale_systems(store, cfg, stage, key)
-        sys.stdout.write(f"{stage}\t{key}\t{with_note((err or '')[:200], stale)}\n")
+        sys.stdout.write(f"{stage}\t{key}\t{with_note((err or '')[:200], stale.systems(stage, key))}\n")
     keys = sorted({r[1] for r in rows})
     if not keys:
         where = f" at stage {args.stage}" if args.stage else ""
@@ -216,6 +216,7 @@ def forget_lines(store: ResultStore, plan: ForgetPlan, yes: bool) -> list[str]:
         lines.append(format_table(("stage", "questions touched", "rows", "failed rows"), table))
         lines += [f"remove folder: {_shown(store, p)} (ingestion checkpoints)" for p in plan.checkpoints]
         lines += [f"remove folder: {_shown(store, p)} (product state)" for p in plan.product_dirs]
+        lines += [f"remove {n} row(s) from {_shown(store, p)} (derived from the retrievals)" for p, n in plan.derived]
     lines += [f"keep folder: {_shown(store, k.path)}: {k.reason}" for k in plan.kept]
     if plan.empty:
         return lines

@@ -39,6 +39,9 @@ from pipeline.stale_units import STATUS_FAILED, system_of
 from pipeline.status_index import StageIndex
 from pipeline.store import STAGE_TABLES, ResultStore
 
+# per-dataset tables computed from the retrievals, one row per (question, system, level): their rows
+# of a forgotten system go too, so the views show the change at once (the next run rebuilds them anyway)
+DERIVED_TABLES = ("retrieval_metrics", "agentic_retrieval_metrics")
 TRASH_DIR = ".forgotten"  # <results>/.forgotten/<uuid>: folders renamed out of parquet/, then deleted
 PRODUCTS_SUBDIR = "products"  # = pipeline.products.base.PRODUCTS_SUBDIR (not imported: it loads the proxy)
 
@@ -73,10 +76,11 @@ class ForgetPlan:
     product_dirs: tuple[Path, ...]  # products/<kind>-<hash> folders removed
     kept: tuple[KeptState, ...] = field(default=())
     without_rows: tuple[str, ...] = field(default=())  # names with nothing stored
+    derived: tuple[tuple[Path, int], ...] = field(default=())  # (derived table file, its rows of the systems)
 
     @property
     def empty(self) -> bool:
-        return not (self.stages or self.checkpoints or self.product_dirs)
+        return not (self.stages or self.checkpoints or self.product_dirs or self.derived)
 
 
 def stage_hits(store: ResultStore, stage: str, systems: set[str]) -> StageHits | None:
@@ -93,6 +97,36 @@ def stage_hits(store: ResultStore, stage: str, systems: set[str]) -> StageHits |
             failed += sum(r["status"] == STATUS_FAILED for r in hits)
             found |= {system_of(r["unit"]) for r in hits}
     return StageHits(stage, tuple(keys), rows, failed, frozenset(found)) if keys else None
+
+
+def _systems_mask(table: pa.Table, systems: set[str]) -> pa.Array:
+    """True for the rows of a derived table NOT of ``systems`` (by its ``system`` column)."""
+    return pa.array([v not in systems for v in table.column("system").to_pylist()])
+
+
+def derived_hits(store: ResultStore, systems: set[str]) -> list[tuple[Path, int]]:
+    """(file, rows of ``systems``) of the derived tables (DERIVED_TABLES) that hold such rows."""
+    out: list[tuple[Path, int]] = []
+    for name in DERIVED_TABLES:
+        for path in sorted((store.parquet_root / name).glob("*.parquet")):
+            if "system" not in pq.read_schema(path).names:
+                continue
+            column = pq.read_table(path, columns=["system"]).column("system").to_pylist()
+            n = sum(v in systems for v in column)
+            if n:
+                out.append((path, n))
+    return out
+
+
+def forget_derived(store: ResultStore, paths: Iterable[Path], systems: set[str]) -> None:
+    """Rewrite each derived table file without the rows of ``systems`` (atomic; an emptied file is removed)."""
+    for path in paths:
+        table = pq.read_table(path)
+        kept = table.filter(_systems_mask(table, systems))
+        if kept.num_rows == 0:
+            path.unlink(missing_ok=True)
+        elif kept.num_rows < table.num_rows:
+            store.write(path, kept)
 
 
 def checkpoint_dirs(store: ResultStore, systems: Iterable[str]) -> list[Path]:
@@ -180,6 +214,7 @@ def plan_forget(store: ResultStore, cfg: BenchmarkConfig, systems: Iterable[str]
         product_dirs=tuple(products),
         kept=tuple(kept),
         without_rows=tuple(sorted(names - found)),
+        derived=tuple(derived_hits(store, names)),
     )
 
 
@@ -236,6 +271,7 @@ def apply_plan(store: ResultStore, plan: ForgetPlan) -> list[str]:
     systems = set(plan.systems)
     for hits in plan.stages:
         forget_rows(store, hits.stage, hits.keys, systems)
+    forget_derived(store, (p for p, _ in plan.derived), systems)
     for path in (*plan.checkpoints, *plan.product_dirs):
         if path.exists():
             remove_dir(store, path)

@@ -16,6 +16,7 @@ from typing import Any
 
 from pipeline.config import BenchmarkConfig
 from pipeline.partitions import dataset_of
+from pipeline.status_index import StageIndex
 from pipeline.store import STAGE_TABLES, ResultStore
 
 STATUS_FAILED = "failed"  # = pipeline.question_driver.STATUS_FAILED (not imported: the driver imports this module)
@@ -61,18 +62,31 @@ def with_note(error: str, systems: list[str]) -> str:
     return f"{stale_note(systems)} {error}" if systems else error
 
 
-def stored_stale_systems(store: ResultStore, cfg: BenchmarkConfig, stage: str, key: str) -> list[str]:
-    """Stale systems of one question's stored rows in ``stage`` (none for the canonical stage)."""
-    if stage not in STAGE_TABLES:
-        return []
-    table = store.read_partition(stage, key, columns=["unit", "status"])
-    if table is None:
-        return []
-    return stale_systems(table.to_pylist(), configured_systems(cfg, dataset_of(key)), stage)
+class StaleFinder:
+    """Stale systems of stored questions, read through each stage's status index (pipeline/status_index.py).
+
+    Why the index: a run's check step may explain thousands of failed questions; the index holds
+    their status rows, so only files written since it was saved are opened. Reads only.
+    """
+
+    def __init__(self, store: ResultStore, cfg: BenchmarkConfig) -> None:
+        self.store = store
+        self.cfg = cfg
+        self._indexes: dict[str, StageIndex] = {}
+
+    def systems(self, stage: str, key: str) -> list[str]:
+        """Stale systems of one question's stored rows in ``stage`` (none for the canonical stage)."""
+        if stage not in STAGE_TABLES:
+            return []
+        if stage not in self._indexes:
+            self._indexes[stage] = StageIndex(self.store.parquet_root, stage)
+        rows = self._indexes[stage].rows_for(key) or []
+        return stale_systems(rows, configured_systems(self.cfg, dataset_of(key)), stage)
 
 
 def explain_failures(
     store: ResultStore, cfg: BenchmarkConfig, stage: str, failed: list[tuple[str, str]]
 ) -> list[tuple[str, str]]:
     """(key, error) pairs of ``stage`` with the hint added where stale systems' rows fail the key."""
-    return [(key, with_note(error, stored_stale_systems(store, cfg, stage, key))) for key, error in failed]
+    finder = StaleFinder(store, cfg)
+    return [(key, with_note(error, finder.systems(stage, key))) for key, error in failed]

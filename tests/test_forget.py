@@ -79,6 +79,18 @@ def _checkpoint(store: ResultStore, system: str) -> None:
     checkpoint.save(checkpoint.checkpoint_path(store, system, "d", "conv-1"), checkpoint.Checkpoint(state))
 
 
+def _retrieval_metrics(store: ResultStore) -> None:
+    """The derived per-dataset table, as the report step leaves it: one row per (question, system)."""
+    from pipeline.report.retrieval_table import RETRIEVAL_METRICS_SCHEMA, table_path
+
+    rows = [
+        {"dataset": "d", "partition_key": k, "question_id": k[3:], "system": s, "level": "turn", "outcome": "scored"}
+        for k in KEYS
+        for s in ("keep_me", "old_name")
+    ]
+    store.write(table_path(store, "d"), pa.Table.from_pylist(rows, schema=RETRIEVAL_METRICS_SCHEMA))
+
+
 @pytest.fixture()
 def renamed(tmp_path: Path) -> tuple[str, ResultStore]:
     """Results of keep_me + old_name (old_name failed everywhere), then old_name renamed new_name."""
@@ -91,6 +103,7 @@ def renamed(tmp_path: Path) -> tuple[str, ResultStore]:
     run_stages(config)
     for system in ("keep_me", "old_name"):
         _checkpoint(store, system)
+    _retrieval_metrics(store)
     FAILING.clear()
     return _write_config(tmp_path / "c.yaml", store.root, ("keep_me", "new_name")), store
 
@@ -190,6 +203,7 @@ def test_dry_run_changes_nothing(renamed: tuple[str, ResultStore], capsys: pytes
     rows = {line.split("|")[0].strip(): [c.strip() for c in line.split("|")[1:]] for line in out.splitlines()}
     assert rows["retrievals"] == ["4", "4", "4"] and rows["answers"] == ["4", "4", "4"]
     assert "remove folder: parquet/memory/old_name (ingestion checkpoints)" in out
+    assert "remove 4 row(s) from parquet/retrieval_metrics/d.parquet (derived from the retrievals)" in out
 
 
 def test_yes_removes_exactly_the_old_rows(renamed: tuple[str, ResultStore], capsys: pytest.CaptureFixture[str]) -> None:
@@ -211,6 +225,8 @@ def test_yes_removes_exactly_the_old_rows(renamed: tuple[str, ResultStore], caps
         index = StageIndex(store.parquet_root, stage)
         assert all(not r["unit"].startswith("old_name") for k in KEYS for r in index.rows_for(k) or ())
     assert store.query("SELECT count(*) AS n FROM answers WHERE unit LIKE 'old_name%'").column("n")[0].as_py() == 0
+    metrics = store.query("SELECT DISTINCT system FROM retrieval_metrics").column("system").to_pylist()
+    assert metrics == ["keep_me"]
 
     # a rerun computes nothing new and reports 0 failed; `membench progress` and `membench failed` agree
     outcomes = run_stages(config)
