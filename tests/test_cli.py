@@ -170,7 +170,8 @@ def test_entry_point_prints_no_traceback(configs: dict[str, str]) -> None:
 def test_help_is_for_users() -> None:
     """`membench --help` and each command's help, as printed: no reST double backticks, no developer notes."""
     exe = Path(sys.executable).with_name("membench")
-    commands = ["", "results", "check-config", "progress", "failed", "sql", "schema", "compare", "leaderboard"]
+    commands = ["", "results", "check-config", "progress", "failed", "forget", "sql", "schema", "compare",
+                "leaderboard"]  # fmt: skip
     for command in commands:
         proc = subprocess.run([str(exe), *command.split(), "--help"], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
