@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import duckdb
 
-from pipeline.commands import materialize_one, run_all
+from pipeline.commands import config_selection, materialize_one, run_all
 from pipeline.config import ConfigError, load_config
 from pipeline.store import STAGE_TABLES, ResultStore
 
@@ -158,8 +158,11 @@ def cmd_failed(args: argparse.Namespace) -> int:
     with store.connect() as con:
         rows = con.execute(FAILED_SQL, {"stage": args.stage}).fetchall()
     stale = StaleFinder(store, cfg)
+    forget: set[str] = set()
     for stage, key, err in rows:
-        sys.stdout.write(f"{stage}\t{key}\t{with_note((err or '')[:200], stale.systems(stage, key))}\n")
+        systems = stale.systems(stage, key)
+        forget.update(systems)
+        sys.stdout.write(f"{stage}\t{key}\t{with_note((err or '')[:200], systems)}\n")
     keys = sorted({r[1] for r in rows})
     if not keys:
         where = f" at stage {args.stage}" if args.stage else ""
@@ -183,6 +186,10 @@ def cmd_failed(args: argparse.Namespace) -> int:
             "  keys with '#' (a record without a readable id) or '*' (an unreadable file) have no partition: "
             "fix the input file, then run again"
         )
+    if forget:  # no run retries them: their systems are gone from the config
+        names = " ".join(sorted(forget))
+        lines.append(f"  failed rows of memory systems no longer configured (no run retries them), remove them first: "
+                     f"{config_selection(cfg.source)}membench forget {names} (a dry run; add --yes)")  # fmt: skip
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
@@ -200,7 +207,11 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if args.yes and not plan.empty:
         apply_plan(store, plan)
         rows = sum(h.rows for h in plan.stages)
-        sys.stdout.write(f"removed {rows} row(s); the catalog views (progress, failed, reports) show it now\n")
+        folders = len(plan.checkpoints) + len(plan.product_dirs)
+        sys.stdout.write(
+            f"removed {rows} row(s) and {folders} folder(s); catalog refreshed: `membench progress` and "
+            "`membench failed` show it now, the report on the next run\n"
+        )
     return 0
 
 
@@ -210,8 +221,8 @@ def forget_lines(store: ResultStore, plan: ForgetPlan, yes: bool) -> list[str]:
     if plan.empty:
         lines = [f"nothing stored for {names} under {store.root}: nothing to forget"]
     else:
-        mode = "removing" if yes else "dry run, nothing removed (add --yes to remove)"
-        lines = [f"forget {names} in {store.root} ({mode}):"]
+        mode = "removing" if yes else "dry run, nothing removed; add --yes to remove"
+        lines = [f"forget {names} in {store.root}: {mode}"]
         table = [(h.stage, len(h.keys), h.rows, h.failed) for h in plan.stages]
         lines.append(format_table(("stage", "questions touched", "rows", "failed rows"), table))
         lines += [f"remove folder: {_shown(store, p)} (ingestion checkpoints)" for p in plan.checkpoints]

@@ -172,6 +172,7 @@ def test_membench_failed_names_it_one_line_per_question(
     listed = [line for line in out.splitlines() if line.startswith(STAGES)]
     assert rc == 0 and len(listed) == len(KEYS) * len(STAGES)
     assert all(HINT in line and "endpoint said no" in line for line in listed)
+    assert f"MEMBENCH_CONFIG={config} membench forget old_name (a dry run; add --yes)" in out
 
 
 def test_only_systems_no_longer_configured_are_named(renamed: tuple[str, ResultStore]) -> None:
@@ -199,7 +200,7 @@ def test_dry_run_changes_nothing(renamed: tuple[str, ResultStore], capsys: pytes
     rc, out, err = cli(["--config", config, "forget", "old_name"], capsys)
     assert (rc, err) == (0, "")
     assert file_hashes(store.root) == before
-    assert "dry run, nothing removed (add --yes to remove)" in out
+    assert "dry run, nothing removed; add --yes to remove" in out
     rows = {line.split("|")[0].strip(): [c.strip() for c in line.split("|")[1:]] for line in out.splitlines()}
     assert rows["retrievals"] == ["4", "4", "4"] and rows["answers"] == ["4", "4", "4"]
     assert "remove folder: parquet/memory/old_name (ingestion checkpoints)" in out
@@ -213,7 +214,7 @@ def test_yes_removes_exactly_the_old_rows(renamed: tuple[str, ResultStore], caps
                                                "judgments": 0}  # fmt: skip
     before = stage_rows(store)
     rc, out, _ = cli(["--config", config, "forget", "old_name", "--yes"], capsys)
-    assert rc == 0 and "removed 8 row(s)" in out
+    assert rc == 0 and "removed 8 row(s) and 1 folder(s)" in out
     after = stage_rows(store)
     for stage in STAGES:
         others = [r for r in before[stage] if not str(r["unit"]).startswith("old_name")]
