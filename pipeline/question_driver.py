@@ -28,7 +28,7 @@ from pipeline.llm_protocol import is_unreachable
 from pipeline.partitions import dataset_of
 from pipeline.progress import Progress
 from pipeline.record_hash import failure_hash, question_hashes
-from pipeline.stale_units import stale_systems, system_of, with_note
+from pipeline.stale_units import configured_systems, stale_systems, system_of, with_note
 from pipeline.status_index import StageIndex
 from pipeline.store import ResultStore
 
@@ -261,7 +261,9 @@ class QuestionStage:
         error = _first_failure(rows)
         if error is None:
             return None
-        configured = {system_of(u.unit) for u in self.units_for(dataset)}
+        # the config's systems (a system whose reader or judge was removed is still configured) and the
+        # stage's own units' systems (a caller's units are configured by definition)
+        configured = configured_systems(self.cfg, dataset) | {system_of(u.unit) for u in self.units_for(dataset)}
         return with_note(error, stale_systems(rows or (), configured, self.stage))
 
     def pending(self, keys: list[str]) -> tuple[list[WorkItem], list[tuple[WorkItem, str]]]:

@@ -21,8 +21,10 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.config import BenchmarkConfig, load_config
-from pipeline.forget import plan_forget
+from pipeline.config_resolve import resolve_config
+from pipeline.forget import ORPHAN_REASON, apply_plan, plan_forget, product_state_dirs
 from pipeline.memory import checkpoint
+from pipeline.products.mem0_memory import Mem0Memory
 from pipeline.question_driver import QuestionStage, StageOutcome, UnitResult, UnitSpec, WorkItem, timed
 from pipeline.status_index import StageIndex
 from pipeline.store import STAGE_TABLES, ResultStore
@@ -285,13 +287,14 @@ def test_unknown_name_with_yes_is_a_clean_no_op(
 
 def test_product_state_shared_by_a_configured_name_is_kept(tmp_path: Path) -> None:
     """Product state is keyed by kind + params: forgetting one of two names with the same params keeps it."""
-    from pipeline.forget import product_state_dirs
-
     store = ResultStore(results_dir=str(tmp_path / "res"))
     config = _write_config(tmp_path / "p.yaml", store.root, ("m_a", "m_b"), kind="mem0")
     cfg = load_config(config)
     dirs = product_state_dirs(cfg)
     assert dirs["m_a"] == dirs["m_b"] and dirs["m_a"].startswith("mem0-")
+    built = Mem0Memory.__new__(Mem0Memory)  # the name an instance gives its state (no deps needed for it)
+    built.params = resolve_config(cfg).memory_systems[0].params
+    assert dirs["m_a"] == f"mem0-{built.params_hash()}"
     shared = store.root / "products" / dirs["m_a"]
     (shared / "conv-1").mkdir(parents=True)
     plan = plan_forget(store, cfg, ["m_b"])
@@ -299,7 +302,26 @@ def test_product_state_shared_by_a_configured_name_is_kept(tmp_path: Path) -> No
     assert "m_a" in plan.kept[0].reason
 
     alone = load_config(_write_config(tmp_path / "p.yaml", store.root, ("m_b",), kind="mem0"))
-    assert plan_forget(store, alone, ["m_b"]).product_dirs == (shared,)
+    plan = plan_forget(store, alone, ["m_b"])
+    assert plan.product_dirs == (shared,) and plan.still_configured == ("m_b",)
+    apply_plan(store, plan)
+    assert not shared.exists() and not (store.root / ".forgotten").exists()
+
+
+def test_product_state_of_an_unconfigured_name_is_listed_not_removed(tmp_path: Path) -> None:
+    """A name gone from the config: its params are unknown, so its kind's unused state dirs are only listed."""
+    store = ResultStore(results_dir=str(tmp_path / "res"))
+    cfg = load_config(_write_config(tmp_path / "p.yaml", store.root, ("m_a",), kind="mem0"))
+    used = store.root / "products" / product_state_dirs(cfg)["m_a"]
+    orphan = store.root / "products" / "mem0-0123456789ab"
+    other_kind = store.root / "products" / "langmem-0123456789ab"
+    for folder in (used, orphan, other_kind):
+        folder.mkdir(parents=True)
+    state = checkpoint.CheckpointState("m_gone", "mem0", "h", "fp", 1, 1, 0.1)
+    checkpoint.save(checkpoint.checkpoint_path(store, "m_gone", "d", "c1"), checkpoint.Checkpoint(state))
+    plan = plan_forget(store, cfg, ["m_gone"])
+    assert plan.product_dirs == () and plan.checkpoints == (store.parquet_root / "memory" / "m_gone",)
+    assert [(k.path, k.reason) for k in plan.kept] == [(orphan, ORPHAN_REASON)]
 
 
 def test_finished_at_is_kept_exactly(renamed: tuple[str, ResultStore], capsys: pytest.CaptureFixture[str]) -> None:
