@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NoReturn
 import duckdb
 
 from pipeline.commands import config_selection, materialize_one, run_all
-from pipeline.config import ConfigError, load_config
+from pipeline.config import BenchmarkConfig, ConfigError, load_config
 from pipeline.store import STAGE_TABLES, ResultStore
 
 if TYPE_CHECKING:
@@ -197,14 +197,36 @@ def cmd_failed(args: argparse.Namespace) -> int:
 def cmd_forget(args: argparse.Namespace) -> int:
     """Remove memory systems' stored rows, checkpoints and product state (pipeline/forget.py);
     a dry run unless ``--yes``. A name with nothing stored is said so, exit status 0."""
-    from pipeline.forget import apply_plan, plan_forget
+    from pipeline.forget import plan_forget
 
     store = _store(args.config)
     _require_results(store, args.config)
     cfg = load_config(args.config)
-    plan = plan_forget(store, cfg, args.systems)
-    sys.stdout.write("\n".join(forget_lines(store, plan, args.yes)) + "\n")
-    if args.yes and not plan.empty:
+    if not args.yes or plan_forget(store, cfg, args.systems).empty:  # nothing written: no lock needed
+        _forget(store, cfg, args.systems, yes=False)
+        return 0
+    from assets.layout import CLAIM_LOCK
+    from pipeline.filelock import file_lock
+
+    # the lock a starting run takes to claim the config (assets/run_claim.py): none starts meanwhile
+    with file_lock(store.root / CLAIM_LOCK):
+        holder = running_run(cfg)
+        if holder is not None:
+            raise UserError(
+                f"run {holder} of config {cfg.config_name!r} is running and writes the files forget rewrites: "
+                "wait for it to finish (or cancel it), then run forget again"
+            )
+        _forget(store, cfg, args.systems, yes=True)
+    return 0
+
+
+def _forget(store: ResultStore, cfg: BenchmarkConfig, systems: list[str], yes: bool) -> None:
+    """Plan (again, under the lock when ``yes``), print the plan, and remove it when ``yes``."""
+    from pipeline.forget import apply_plan, plan_forget
+
+    plan = plan_forget(store, cfg, systems)
+    sys.stdout.write("\n".join(forget_lines(store, plan, yes)) + "\n")
+    if yes and not plan.empty:
         apply_plan(store, plan)
         rows = sum(h.rows for h in plan.stages)
         folders = len(plan.checkpoints) + len(plan.product_dirs)
@@ -212,7 +234,29 @@ def cmd_forget(args: argparse.Namespace) -> int:
             f"removed {rows} row(s) and {folders} folder(s); catalog refreshed: `membench progress` and "
             "`membench failed` show it now, the report on the next run\n"
         )
-    return 0
+
+
+def running_run(cfg: BenchmarkConfig) -> str | None:
+    """The id of a live run of ``cfg`` (its process alive) on the Dagster instance of ``$DAGSTER_HOME``.
+
+    Why: a run writing while forget rewrites the same files could bring removed rows back. Without
+    an instance (``$DAGSTER_HOME`` unset or missing) there is nothing to ask: None.
+    """
+    home = os.environ.get("DAGSTER_HOME")
+    if not home or not Path(home).is_dir():
+        return None
+    import dagster as dg
+
+    from assets.layout import TAG_CONFIG, _process_gone
+    from assets.run_claim import LIVE
+
+    instance = dg.DagsterInstance.get()
+    try:
+        runs = instance.get_runs(filters=dg.RunsFilter(statuses=list(LIVE), tags={TAG_CONFIG: cfg.config_name}))
+    finally:
+        instance.dispose()
+    live = [r.run_id for r in runs if not _process_gone(dict(r.tags))]
+    return live[0] if live else None
 
 
 def forget_lines(store: ResultStore, plan: ForgetPlan, yes: bool) -> list[str]:

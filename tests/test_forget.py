@@ -94,8 +94,12 @@ def _retrieval_metrics(store: ResultStore) -> None:
 
 
 @pytest.fixture()
-def renamed(tmp_path: Path) -> tuple[str, ResultStore]:
-    """Results of keep_me + old_name (old_name failed everywhere), then old_name renamed new_name."""
+def renamed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, ResultStore]:
+    """Results of keep_me + old_name (old_name failed everywhere), then old_name renamed new_name.
+
+    No ``$DAGSTER_HOME``: `forget --yes` asks that instance for live runs, and the shell's is not the test's.
+    """
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
     store = ResultStore(results_dir=str(tmp_path / "res"))
     questions = {"dataset": ["d"] * 4, "partition_key": KEYS, "question_id": [k[3:] for k in KEYS]}
     store.write(store.canonical_path("d", "questions"), pa.table(questions))
@@ -334,3 +338,29 @@ def test_finished_at_is_kept_exactly(renamed: tuple[str, ResultStore], capsys: p
     assert pq.read_schema(path) == schema
     kept = pq.read_table(path).to_pylist()
     assert [r["finished_at"] for r in kept] == stamp and isinstance(stamp[0], dt.datetime)
+
+
+def test_yes_refuses_while_a_run_of_the_config_is_live(
+    renamed: tuple[str, ResultStore],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A live run (its process alive) of the same config on $DAGSTER_HOME's instance: nothing is touched."""
+    import dagster as dg
+
+    from assets.layout import TAG_CONFIG, _process_tags
+
+    config, store = renamed
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    instance = dg.DagsterInstance.get()
+    run = dg.DagsterRun(job_name="full_benchmark", status=dg.DagsterRunStatus.STARTED,
+                        tags={TAG_CONFIG: load_config(config).config_name, **_process_tags()})  # fmt: skip
+    instance.add_run(run)
+    instance.dispose()
+    before = file_hashes(store.root)
+    rc, out, err = cli(["--config", config, "forget", "old_name", "--yes"], capsys)
+    assert rc == 2 and f"run {run.run_id} of config 'c' is running" in err and len(err.splitlines()) == 1
+    assert out == "" and {k: v for k, v in file_hashes(store.root).items() if k != ".run_claim.lock"} == before

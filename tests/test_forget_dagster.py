@@ -67,7 +67,10 @@ def _run(config: Path, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResul
     )
 
 
-def test_rename_then_forget_through_dagster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rename_then_forget_through_dagster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)  # forget --yes asks it for live runs: not the shell's
     config = _config(tmp_path, ("full", "old"))
     keys = partition_keys(load_config(str(config)))
     store = ResultStore(results_dir=str(tmp_path / "res"))
