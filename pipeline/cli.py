@@ -188,8 +188,8 @@ def cmd_failed(args: argparse.Namespace) -> int:
         )
     if forget:  # no run retries them: their systems are gone from the config
         names = " ".join(sorted(forget))
-        lines.append(f"  failed rows of memory systems no longer configured (no run retries them), remove them first: "
-                     f"{config_selection(cfg.source)}membench forget {names} (a dry run; add --yes)")  # fmt: skip
+        command = f"{config_selection(cfg.source)}membench forget {names}"
+        lines.append(f"  rows of memory systems no longer configured (no run retries them): {command} (add --yes)")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 

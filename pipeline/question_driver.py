@@ -261,10 +261,18 @@ class QuestionStage:
         error = _first_failure(rows)
         if error is None:
             return None
-        # the config's systems (a system whose reader or judge was removed is still configured) and the
-        # stage's own units' systems (a caller's units are configured by definition)
-        configured = configured_systems(self.cfg, dataset) | {system_of(u.unit) for u in self.units_for(dataset)}
-        return with_note(error, stale_systems(rows or (), configured, self.stage))
+        # the config's systems (a system whose reader or judge was removed is still configured) ...
+        stale = stale_systems(rows or (), configured_systems(self.cfg, dataset), self.stage)
+        if stale:  # ... and the systems of the stage's own units (a caller's units are configured by definition)
+            stale = [s for s in stale if s not in self._unit_systems(dataset)]
+        return with_note(error, stale)
+
+    def _unit_systems(self, dataset: str) -> set[str]:
+        """Systems of the stage's units for ``dataset``; none for a dataset the config no longer has."""
+        try:
+            return {system_of(u.unit) for u in self.units_for(dataset)}
+        except KeyError:  # BenchmarkConfig.dataset: a question key of a removed dataset
+            return set()
 
     def pending(self, keys: list[str]) -> tuple[list[WorkItem], list[tuple[WorkItem, str]]]:
         """(work items to compute, (item, error) pairs that fail without computing)."""

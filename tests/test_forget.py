@@ -178,7 +178,7 @@ def test_membench_failed_names_it_one_line_per_question(
     listed = [line for line in out.splitlines() if line.startswith(STAGES)]
     assert rc == 0 and len(listed) == len(KEYS) * len(STAGES)
     assert all(HINT in line and "endpoint said no" in line for line in listed)
-    assert f"MEMBENCH_CONFIG={config} membench forget old_name (a dry run; add --yes)" in out
+    assert f"no run retries them): MEMBENCH_CONFIG={config} membench forget old_name (add --yes)" in out
 
 
 def test_only_systems_no_longer_configured_are_named(renamed: tuple[str, ResultStore]) -> None:
@@ -364,3 +364,20 @@ def test_yes_refuses_while_a_run_of_the_config_is_live(
     rc, out, err = cli(["--config", config, "forget", "old_name", "--yes"], capsys)
     assert rc == 2 and f"run {run.run_id} of config 'c' is running" in err and len(err.splitlines()) == 1
     assert out == "" and {k: v for k, v in file_hashes(store.root).items() if k != ".run_claim.lock"} == before
+
+
+def test_a_key_of_a_removed_dataset_fails_with_its_message(renamed: tuple[str, ResultStore], tmp_path: Path) -> None:
+    """The stage's units of a dataset the config no longer has raise KeyError: the message is built anyway."""
+    config, store = renamed
+    other = tmp_path / "other.yaml"
+    other.write_text(Path(config).read_text().replace("{name: d,", "{name: e,"))
+    load_config.cache_clear()
+    cfg = load_config(str(other))
+
+    def units(dataset: str) -> list[UnitSpec]:
+        cfg.dataset(dataset)  # KeyError for "d", as the real stages' unit builders raise
+        return _units(cfg, "answers")
+
+    driver = QuestionStage(store, cfg, stage="answers", payload_schema=PAYLOAD, units_for=units)
+    message = driver.run([KEYS[0]], _compute).failed[KEYS[0]]
+    assert message.startswith("[stored failed rows of memory system 'old_name'") and "\n" not in message
