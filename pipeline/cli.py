@@ -189,7 +189,7 @@ def cmd_failed(args: argparse.Namespace) -> int:
     if forget:  # no run retries them: their systems are gone from the config
         names = " ".join(sorted(forget))
         command = f"{config_selection(cfg.source)}membench forget {names}"
-        lines.append(f"  rows of memory systems no longer configured (no run retries them): {command} (add --yes)")
+        lines.append(f"  rows of systems no longer configured (no run retries them; add --yes to remove):  {command}")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
