@@ -25,7 +25,10 @@ import hashlib
 import importlib.util
 import json
 import time
+import warnings
 from abc import abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -74,6 +77,20 @@ def missing_library(kind: str, module: str, package: str) -> str | None:
         f"installed: run `pip install {package}` (scripts/setup.sh installs it), or remove the entry with "
         f"kind: {kind} from memory_systems"
     )
+
+
+@contextmanager
+def library_notices_off() -> Iterator[None]:
+    """Import a product library without its deprecation notices reaching the run's terminal.
+
+    Why: importing graphiti, trustcall (LangMem) or mem0 emits ``DeprecationWarning``s (pydantic's,
+    LangGraph's) about the library's own code, which a user of membench cannot act on and which read
+    as a problem with the run. Only the import is covered: warnings raised later, and membench's own,
+    still show. Python warns once per import, so this covers the first (the only) import.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
 
 
 class ProductMemory:
