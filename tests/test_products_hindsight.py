@@ -82,7 +82,7 @@ def _deps(server: FakeOpenAIServer, enc: Encoder, tmp: Path, state_dir: Path) ->
     return MemoryDeps(enc, llm=llm, state_dir=state_dir)
 
 
-def _ingest(deps: MemoryDeps, tmp: Path, haystack: str, params: dict[str, int | str] | None = None) -> IngestOutcome:
+def _ingest(deps: MemoryDeps, tmp: Path, haystack: str, params: dict[str, float | str] | None = None) -> IngestOutcome:
     spec = SystemSpec.from_class(ComponentConfig(name="hindsight", kind="hindsight"), HindsightMemory, "hash-h", None)
     memory = lambda: HindsightMemory(params or {}, deps)  # noqa: E731
     return ingest_haystack(spec, memory, haystack, build_haystack(), tmp / "ck.parquet")
@@ -164,18 +164,19 @@ def test_kill_9_mid_session_then_rerun(server: FakeOpenAIServer, tmp_path: Path,
     assert _documents(deps_for(server.base_url, tmp_path), HAYSTACK, tmp_path)[1] == ["s0", "s1", "s2"]
 
 
-def test_retain_cap_reaches_the_endpoint(
+def test_retain_cap_and_frequency_penalty_reach_the_endpoint(
     server: FakeOpenAIServer, enc: Encoder, tmp_path: Path, state_dir: Path
 ) -> None:
     """``retain_max_completion_tokens`` is Hindsight's own setting: its server (a second one, for these
-    params) asks the endpoint for at most that many tokens per fact extraction; the default asks 64,000."""
+    params) asks the endpoint for at most that many tokens per fact extraction; the default asks 64,000.
+    ``frequency_penalty`` is membench's endpoint option: Hindsight sets none, the proxy adds it."""
     deps = _deps(server, enc, tmp_path, state_dir)
-    done = _ingest(deps, tmp_path, "hs-e", {"retain_max_completion_tokens": 4096})
+    done = _ingest(deps, tmp_path, "hs-e", {"retain_max_completion_tokens": 4096, "frequency_penalty": 0.4})
     assert done.error is None and done.sessions_completed == 3
-    assert [r["max_tokens"] for r in server.requests] == [4096] * 3
+    assert [(r["max_tokens"], r.get("frequency_penalty")) for r in server.requests] == [(4096, 0.4)] * 3
     (tmp_path / "default").mkdir()
     assert _ingest(_deps(server, enc, tmp_path / "default", state_dir), tmp_path / "default", "hs-e").error is None
-    assert [r["max_tokens"] for r in server.requests[3:]] == [64000] * 3
+    assert [(r["max_tokens"], r.get("frequency_penalty")) for r in server.requests[3:]] == [(64000, None)] * 3
 
 
 def test_chunks_mode_stores_each_session_as_it_is_with_no_llm_call(

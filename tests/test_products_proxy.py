@@ -197,6 +197,21 @@ def test_chat_call_translates() -> None:
     assert (call.model, call.temperature, call.max_tokens, call.params) == ("m", 0.2, 7, {"seed": 3})
 
 
+@pytest.mark.parametrize(
+    ("body", "penalty", "sent"),
+    [
+        ({}, None, None),  # off: as the product sent it
+        ({}, 0.4, 0.4),  # added where the product set none
+        ({"frequency_penalty": 0.1}, 0.4, 0.1),  # the product's own value is kept
+        ({"frequency_penalty": 0.1}, None, 0.1),
+    ],
+)
+def test_frequency_penalty_option(body: dict[str, float], penalty: float | None, sent: float | None) -> None:
+    request = {"messages": [{"role": "user", "content": "x"}], **body}
+    call = chat_call(request, EndpointOptions(frequency_penalty=penalty))
+    assert call.params.get("frequency_penalty") == sent
+
+
 # ---- endpoint options: an upstream without json_schema or without tool-call parsing -------------
 SCHEMA = {"type": "object", "properties": {"facts": {"type": "array", "items": {"type": "string"}}}}
 AS_SCHEMA = {"type": "json_schema", "json_schema": {"name": "Facts", "schema": SCHEMA}}

@@ -25,7 +25,10 @@ import hashlib
 import importlib.util
 import json
 import time
+import warnings
 from abc import abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -81,6 +84,20 @@ def params_hash_of(kind: str, version: int, params: dict[str, Any]) -> str:
     not the system's name (``membench forget`` computes it for configured systems, pipeline/forget.py)."""
     blob = json.dumps({"kind": kind, "version": version, "params": params}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+@contextmanager
+def library_notices_off() -> Iterator[None]:
+    """Import a product library without its deprecation notices reaching the run's terminal.
+
+    Why: importing graphiti, trustcall (LangMem) or mem0 emits ``DeprecationWarning``s (pydantic's,
+    LangGraph's) about the library's own code, which a user of membench cannot act on and which read
+    as a problem with the run. Only the import is covered: warnings raised later, and membench's own,
+    still show. Python warns once per import, so this covers the first (the only) import.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
 
 
 class ProductMemory:

@@ -47,7 +47,14 @@ from pydantic import Field, model_validator
 from pipeline.corpus import HaystackSession
 from pipeline.memory.base import MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_RANK, ranked_result
-from pipeline.products.base import ProductMemory, ProductParams, missing_library, speaker_lines, usage_note
+from pipeline.products.base import (
+    ProductMemory,
+    ProductParams,
+    library_notices_off,
+    missing_library,
+    speaker_lines,
+    usage_note,
+)
 from pipeline.products.proxy import EndpointOptions
 from pipeline.records import QuestionRow
 
@@ -90,7 +97,13 @@ def graphiti_mode(structured_output: str) -> Literal["json_schema", "json_object
 def _quiet_import() -> Any:
     """The ``graphiti_core`` pieces membench uses, imported with telemetry off."""
     os.environ["GRAPHITI_TELEMETRY_ENABLED"] = "false"
-    import graphiti_core
+    with library_notices_off():  # pydantic's notice about graphiti's class-based config, among others
+        import graphiti_core
+        import graphiti_core.cross_encoder.openai_reranker_client
+        import graphiti_core.driver.kuzu_driver
+        import graphiti_core.embedder.openai
+        import graphiti_core.llm_client.openai_generic_client
+        import graphiti_core.search.search_config_recipes
 
     return graphiti_core
 

@@ -40,6 +40,7 @@ from pipeline.products.hindsight_server import (
     shared_server,
     venv_problem,
 )
+from pipeline.products.proxy import EndpointOptions
 from pipeline.records import QuestionRow
 
 KIND = "hindsight"
@@ -57,6 +58,9 @@ class HindsightParams(ProductParams):
     # (concise). "chunks" stores each chunk of a session as it is, with no LLM call: what is left to
     # measure is Hindsight's retrieval (docs/products.md says when a run needs it).
     retain_extraction_mode: RetainMode | None = None
+    # OpenAI's frequency_penalty, which membench's endpoint adds to Hindsight's LLM calls (Hindsight sets
+    # none). With it the 1.5B local model stops instead of repeating one fact to the reply cap.
+    frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
 
     @model_validator(mode="after")
     def check_server(self) -> HindsightParams:
@@ -91,6 +95,9 @@ class HindsightMemory(ProductMemory):
         # instance registers its own meter under the route while it is open
         self.meter.meter_id = "hindsight-" + self.params_hash()
         self.server: HindsightServer | None = None
+
+    def endpoint_options(self) -> EndpointOptions:
+        return EndpointOptions(frequency_penalty=self.params.frequency_penalty)
 
     def _open(self) -> None:
         venv, state = self.params.venv, self.root / "server"

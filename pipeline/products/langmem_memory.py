@@ -52,6 +52,7 @@ from pipeline.products.base import (
     ProductMemory,
     ProductParams,
     haystack_label,
+    library_notices_off,
     session_messages,
     usage_note,
 )
@@ -109,7 +110,8 @@ def _quiet_import() -> Any:
     """LangMem's extraction module, with tracing off and its ``uuid4`` seedable."""
     for name in TRACING_ENV:
         os.environ[name] = "false"
-    import langmem.knowledge.extraction as extraction
+    with library_notices_off():
+        import langmem.knowledge.extraction as extraction
 
     extraction.uuid = SEEDED_UUID
     return extraction

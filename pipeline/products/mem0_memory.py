@@ -34,6 +34,7 @@ from pipeline.products.base import (
     ProductMemory,
     ProductParams,
     haystack_label,
+    library_notices_off,
     session_messages,
     usage_note,
 )
@@ -55,8 +56,9 @@ class Mem0Params(ProductParams):
 def _quiet_import() -> Any:
     """``mem0.Memory`` with telemetry off and its home directory under the state root."""
     os.environ["MEM0_TELEMETRY"] = "False"
-    import mem0.memory.main as mem0_main
-    import mem0.memory.telemetry as mem0_telemetry
+    with library_notices_off():
+        import mem0.memory.main as mem0_main
+        import mem0.memory.telemetry as mem0_telemetry
 
     # also when mem0 was imported before the variable was set: both modules read the flag at import
     mem0_telemetry.MEM0_TELEMETRY = False

@@ -18,7 +18,7 @@ Routes (one server per process, started on first use, daemon thread):
 - ``POST /m/<meter>/v1/embeddings``: vectors from the meter's ``Encoder`` (membench's cached
   encoder, L2-normalised; ``encoding_format`` float or base64, as the ``openai`` client asks).
 
-Endpoint options (``EndpointOptions``, per meter, set from a product's params; both off by default,
+Endpoint options (``EndpointOptions``, per meter, set from a product's params; all off by default,
 so a request goes upstream as the product sent it):
 
 - ``schema_format="json_object_schema"``: a ``response_format`` of type ``json_schema`` is sent upstream
@@ -32,6 +32,10 @@ so a request goes upstream as the product sent it):
   but does not parse its calls back). membench's client reads the calls (``TEXT_TOOL_CALLS_PARAM``,
   never sent upstream, part of the cache key), so a ``tool_choice`` that requires a call is checked
   after reading, and a reply that still has no call is a failed call, never cached.
+- ``frequency_penalty``: OpenAI's ``frequency_penalty``, added to every chat request of the product
+  that does not set one itself. A small local model can repeat one JSON object until its reply cap
+  (Hindsight's fact extraction with the 1.5B model, docs/products.md); a penalty lets it stop. It
+  is a forwarded param, so it enters the cache key, and the system's params name it in every report.
 
 An upstream failure (membench's retries exhausted) is answered with HTTP 400 and the client's
 error text: not 5xx, because the product's own client would retry a 5xx and double the calls
@@ -82,6 +86,7 @@ class EndpointOptions:
 
     schema_format: SchemaFormat = "json_schema"  # json_object_schema: json_schema sent as json_object + schema
     text_tool_calls: bool = False  # read tool calls the upstream wrote as text
+    frequency_penalty: float | None = None  # added to chat requests that set none (module docstring)
 
 
 @dataclass
@@ -190,6 +195,8 @@ def chat_call(body: Mapping[str, Any], options: EndpointOptions | None = None) -
     params = {k: body[k] for k in FORWARDED_PARAMS if body.get(k) is not None}
     if options.schema_format == "json_object_schema" and "response_format" in params:
         params["response_format"] = json_object_schema(params["response_format"])
+    if options.frequency_penalty is not None:
+        params.setdefault("frequency_penalty", options.frequency_penalty)
     if options.text_tool_calls and params.get("tools"):
         params[TEXT_TOOL_CALLS_PARAM] = TEXT_TOOL_CALLS_VERSION
     return ChatCall(
