@@ -17,8 +17,12 @@ What belongs to a system:
   configured (its params are known) and that no other configured system uses; otherwise it is
   kept and the plan says why.
 
-Nothing else is touched: derived tables (retrieval metrics, the report) are rebuilt by the next run
-from the stage files. Do not run it while a run of the same config is writing.
+- its rows in the per-dataset retrieval-metrics tables derived from the retrievals, so the views
+  show the change at once (the next run would rebuild them anyway).
+
+Nothing else is touched: the report is rebuilt by the next run from the stage files, and the LLM
+call log is kept (it records what was spent). ``--yes`` refuses while a run of the same config is
+live and holds the lock a starting run claims its config with.
 """
 
 from __future__ import annotations
