@@ -106,3 +106,22 @@ def refuse_colliding_run(context: dg.AssetExecutionContext, cfg: BenchmarkConfig
     holder = holding_run(context.instance, context.run, cfg.config_name, key_order, str(os.getpid()))
     if holder is not None:
         raise dg.Failure(refusal(cfg.config_name, holder))
+
+
+def live_run_of(config: str) -> str | None:
+    """The id of a live run of ``config`` (its process alive) on the Dagster instance of ``$DAGSTER_HOME``.
+
+    Why: ``membench forget --yes`` rewrites the stage files a running run writes, which could bring
+    removed rows back. Without an instance (``$DAGSTER_HOME`` unset or missing) there is nothing to
+    ask: None.
+    """
+    home = os.environ.get("DAGSTER_HOME")
+    if not home or not os.path.isdir(home):
+        return None
+    instance = dg.DagsterInstance.get()
+    try:
+        runs = instance.get_runs(filters=dg.RunsFilter(statuses=list(LIVE), tags={TAG_CONFIG: config}))
+    finally:
+        instance.dispose()
+    live = [r.run_id for r in runs if not _process_gone(dict(r.tags))]
+    return live[0] if live else None

@@ -205,12 +205,14 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if not args.yes or plan_forget(store, cfg, args.systems).empty:  # nothing written: no lock needed
         _forget(store, cfg, args.systems, yes=False)
         return 0
+    # Dagster's side, imported here only (the CLI's one use of it; tests/test_layers.py): the lock a
+    # starting run takes to claim the config, so none starts meanwhile, and the instance's live runs
     from assets.layout import CLAIM_LOCK
+    from assets.run_claim import live_run_of
     from pipeline.filelock import file_lock
 
-    # the lock a starting run takes to claim the config (assets/run_claim.py): none starts meanwhile
     with file_lock(store.root / CLAIM_LOCK):
-        holder = running_run(cfg)
+        holder = live_run_of(cfg.config_name)
         if holder is not None:
             raise UserError(
                 f"run {holder} of config {cfg.config_name!r} is running and writes the files forget rewrites: "
@@ -234,29 +236,6 @@ def _forget(store: ResultStore, cfg: BenchmarkConfig, systems: list[str], yes: b
             f"removed {rows} row(s) and {folders} folder(s); catalog refreshed: `membench progress` and "
             "`membench failed` show it now, the report on the next run\n"
         )
-
-
-def running_run(cfg: BenchmarkConfig) -> str | None:
-    """The id of a live run of ``cfg`` (its process alive) on the Dagster instance of ``$DAGSTER_HOME``.
-
-    Why: a run writing while forget rewrites the same files could bring removed rows back. Without
-    an instance (``$DAGSTER_HOME`` unset or missing) there is nothing to ask: None.
-    """
-    home = os.environ.get("DAGSTER_HOME")
-    if not home or not Path(home).is_dir():
-        return None
-    import dagster as dg
-
-    from assets.layout import TAG_CONFIG, _process_gone
-    from assets.run_claim import LIVE
-
-    instance = dg.DagsterInstance.get()
-    try:
-        runs = instance.get_runs(filters=dg.RunsFilter(statuses=list(LIVE), tags={TAG_CONFIG: cfg.config_name}))
-    finally:
-        instance.dispose()
-    live = [r.run_id for r in runs if not _process_gone(dict(r.tags))]
-    return live[0] if live else None
 
 
 def forget_lines(store: ResultStore, plan: ForgetPlan, yes: bool) -> list[str]:
