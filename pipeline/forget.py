@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 
 from pipeline.config import BenchmarkConfig, ConfigError
 from pipeline.memory.checkpoint import MEMORY_STAGE_DIR
-from pipeline.stale_units import STATUS_FAILED, system_of
+from pipeline.stale_units import STATUS_FAILED, row_system, system_of
 from pipeline.status_index import StageIndex
 from pipeline.store import STAGE_TABLES, ResultStore
 
@@ -94,7 +94,7 @@ def stage_hits(store: ResultStore, stage: str, systems: set[str]) -> StageHits |
     found: set[str] = set()
     rows = failed = 0
     for key in sorted(index.files):
-        hits = [r for r in index.rows_for(key) or () if r["unit"] != stage and system_of(r["unit"]) in systems]
+        hits = [r for r in index.rows_for(key) or () if row_system(r["unit"], stage) in systems]
         if hits:
             keys.append(key)
             rows += len(hits)
@@ -236,7 +236,7 @@ def forget_rows(store: ResultStore, stage: str, keys: Iterable[str], systems: se
         except FileNotFoundError:
             index.drop(key)
             continue
-        keep = pa.array([u == stage or system_of(u) not in systems for u in table.column("unit").to_pylist()])
+        keep = pa.array([row_system(u, stage) not in systems for u in table.column("unit").to_pylist()])
         kept = table.filter(keep)
         if kept.num_rows == table.num_rows:
             continue

@@ -27,24 +27,21 @@ def system_of(unit: str) -> str:
     return unit.split("/", 1)[0]
 
 
+def row_system(unit: str, stage: str) -> str | None:
+    """The memory system of a stored row of ``stage``; None for the driver's "no canonical record"
+    marker, whose unit is the stage's own name (pipeline/question_driver.py ``pending``)."""
+    return None if unit == stage else system_of(unit)
+
+
 def configured_systems(cfg: BenchmarkConfig, dataset: str) -> set[str]:
     """Names of the memory systems ``cfg`` runs on ``dataset``."""
     return {s.name for s in cfg.memory_systems if s.applies_to(dataset)}
 
 
 def stale_systems(rows: Iterable[Mapping[str, Any]], configured: set[str], stage: str) -> list[str]:
-    """Systems (sorted) of failed rows whose system is not in ``configured``.
-
-    A row whose unit is the stage's own name is the driver's "no canonical record" marker, not a
-    system's row (pipeline/question_driver.py ``pending``): it is never named.
-    """
-    return sorted(
-        {
-            system_of(r["unit"])
-            for r in rows
-            if r["status"] == STATUS_FAILED and r["unit"] != stage and system_of(r["unit"]) not in configured
-        }
-    )
+    """Systems (sorted) of failed rows whose system is not in ``configured`` (never the stage's marker)."""
+    failed = (row_system(r["unit"], stage) for r in rows if r["status"] == STATUS_FAILED)
+    return sorted({system for system in failed if system is not None and system not in configured})
 
 
 def stale_note(systems: list[str]) -> str:
