@@ -12,12 +12,12 @@ import dagster as dg
 from assets.clients import StageClients, question_stage
 from pipeline.agentic.mcp.spec import mcp_data_dir
 from pipeline.agentic.search import MemoryAccess
-from pipeline.config_resolve import ResolvedConfig
+from pipeline.kinds.resolve import ResolvedConfig
 from pipeline.memory.base import MemoryDeps
-from pipeline.question_driver import StageOutcome
 from pipeline.readers.base import ANSWERS_PAYLOAD, ReaderConfigError, ReaderDeps
 from pipeline.readers.run import AnswerRun, build_readers, configured_readers, needs
-from pipeline.store import ResultStore
+from pipeline.run.stage import StageOutcome
+from pipeline.store.results import ResultStore
 
 
 def answer_run(

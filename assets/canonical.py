@@ -22,12 +22,12 @@ from dagster import AssetExecutionContext
 
 from assets.layout import CANONICAL_TABLES, key, prefix_of
 from assets.run_claim import check_scope
-from pipeline.config import BenchmarkConfig
+from pipeline.config.model import BenchmarkConfig
+from pipeline.core.records import TABLES
 from pipeline.datasets.convert import ConvertStats, convert_datasets
 from pipeline.datasets.crosscheck import CrosscheckResult, apply_mc10_crosscheck
-from pipeline.fingerprint import pipeline_code_files, update_with_files
-from pipeline.records import TABLES
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
+from pipeline.util.fingerprint import pipeline_code_files, update_with_files
 from resources.benchmark import BenchmarkResource, ResultStoreResource
 
 CHECK_NAME = "pandera_schema"
@@ -100,7 +100,7 @@ def validate(store: ResultStore, datasets: list[str], table: str, asset_key: dg.
             return dg.AssetCheckResult(
                 asset_key=asset_key, check_name=CHECK_NAME, passed=True, metadata={"rows": int(saved["rows"])}
             )
-    from pipeline.schemas import validate_table_file  # pandera (0.2 s): only when a table is checked
+    from pipeline.core.schemas import validate_table_file  # pandera (0.2 s): only when a table is checked
 
     rows = 0
     for ds in datasets:

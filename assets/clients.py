@@ -14,14 +14,15 @@ from dataclasses import dataclass
 import dagster as dg
 import pyarrow as pa
 
-from pipeline.config import BenchmarkConfig
-from pipeline.llm_protocol import ChatClient
+from pipeline.config.model import BenchmarkConfig
+from pipeline.embeddings.spec import embedding_variant
+from pipeline.llm.protocol import ChatClient
 from pipeline.memory.base import Encoder
 from pipeline.memory.vector import LazyEncoder
-from pipeline.question_driver import QuestionStage, UnitsFor
 from pipeline.readers.base import LLMClient
-from pipeline.store import ResultStore
-from resources.embeddings import EmbeddingResource, embedding_variant
+from pipeline.run.stage import QuestionStage, UnitsFor
+from pipeline.store.results import ResultStore
+from resources.embeddings import EmbeddingResource
 from resources.llm import LLMResource
 
 

@@ -26,17 +26,18 @@ from tqdm import tqdm
 
 from assets.layout import key
 from assets.run_claim import check_scope
-from pipeline.config import BenchmarkConfig
+from pipeline.config.model import BenchmarkConfig
+from pipeline.core.records import TurnRow
 from pipeline.datasets.convert import dataset_failure_path
-from pipeline.embedding_cache import SHARD_GLOB
-from pipeline.filelock import file_lock
-from pipeline.fingerprint import pipeline_code_files, update_with_files
+from pipeline.embeddings.cache import SHARD_GLOB
+from pipeline.embeddings.encoder import EmbedProgress, EnsureStats
 from pipeline.memory.base import turn_unit_text
-from pipeline.records import TurnRow
-from pipeline.row_groups import iter_row_groups
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
+from pipeline.util.filelock import file_lock
+from pipeline.util.fingerprint import pipeline_code_files, update_with_files
+from pipeline.util.row_groups import iter_row_groups
 from resources.benchmark import BenchmarkResource, ResultStoreResource
-from resources.embeddings import EmbeddingResource, EmbedProgress, EnsureStats
+from resources.embeddings import EmbeddingResource
 
 LOG_EVERY_S = 30.0
 TEXT_BATCH_ROWS = 20_000

@@ -18,14 +18,14 @@ from dagster import AssetExecutionContext
 
 from assets.clients import StageClients, question_stage
 from pipeline.agentic.mcp.spec import mcp_data_dir
-from pipeline.config import BenchmarkConfig
-from pipeline.config_resolve import ResolvedConfig
+from pipeline.config.model import BenchmarkConfig
+from pipeline.kinds.resolve import ResolvedConfig
 from pipeline.memory.base import INGESTION_PAYLOAD, MemoryDeps
 from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.systems import check_buildable, system_specs, uses_encoder, uses_llm
-from pipeline.question_driver import StageOutcome, UnitResult, WorkItem
-from pipeline.store import ResultStore
+from pipeline.run.stage import StageOutcome, UnitResult, WorkItem
+from pipeline.store.results import ResultStore
 
 
 def _needs(bench: ResolvedConfig) -> tuple[bool, bool]:

@@ -12,7 +12,6 @@ from typing import Any
 import dagster as dg
 
 from assets.clients import StageClients, question_stage, workers_for
-from pipeline.config_resolve import ResolvedConfig
 from pipeline.judges.base import (
     JUDGMENTS_PAYLOAD,
     JudgeConfigError,
@@ -20,10 +19,11 @@ from pipeline.judges.base import (
 )
 from pipeline.judges.run import JudgmentRun
 from pipeline.judges.select import check_judges, judges_for, unavailable_judges
-from pipeline.question_driver import StageOutcome
+from pipeline.kinds.resolve import ResolvedConfig
 from pipeline.readers.base import LLMClient
-from pipeline.registry import RegistryError
-from pipeline.store import ResultStore
+from pipeline.run.stage import StageOutcome
+from pipeline.store.results import ResultStore
+from pipeline.util.registry import RegistryError
 
 
 def judge_metadata(bench: ResolvedConfig, llm: LLMClient | None) -> dict[str, Any]:

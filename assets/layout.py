@@ -13,10 +13,10 @@ import socket
 import dagster as dg
 import psutil
 
-from pipeline.config import BenchmarkConfig
-from pipeline.records import CANONICAL_ASSET_TABLES
+from pipeline.config.model import BenchmarkConfig
+from pipeline.core.records import CANONICAL_ASSET_TABLES
 
-CANONICAL_TABLES = CANONICAL_ASSET_TABLES  # declared in pipeline.records
+CANONICAL_TABLES = CANONICAL_ASSET_TABLES  # declared in pipeline.core.records
 STAGES = ("ingestion", "retrievals", "answers", "judgments")
 REPORTS = ("retrieval_report", "benchmark_report")
 # execution order of every step of a run (tables of one multi-asset share a position)

@@ -26,7 +26,7 @@ from typing import Any
 
 import dagster as dg
 
-from pipeline.question_driver import StageOutcome
+from pipeline.run.stage import StageOutcome
 from resources.dagster_internals import (
     EVENTS_LOGGED_BY_STEP,
     DagsterEvent,

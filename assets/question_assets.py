@@ -3,7 +3,7 @@
 ingestion -> retrievals -> answers -> judgments, each its own asset and step, each partitioned by
 question (static partitions of the config, known when the definitions load: see
 pipeline/datasets/keys.py), each with two asset checks: ``stage_rows`` (the rows written in this
-run satisfy pipeline/row_checks.py) and ``no_failed_units`` (a step of its own after the stage:
+run satisfy pipeline/run/row_checks.py) and ``no_failed_units`` (a step of its own after the stage:
 lists the failed questions with their errors and fails the run when there are any). A step yields
 its output for the whole partition range, then materializes each question that ended ok with its
 own metadata and leaves each failed question unmaterialized with an observation carrying its error
@@ -30,10 +30,10 @@ from assets.run_claim import check_scope
 from assets.run_console import questions_failed
 from assets.run_gate import finish_run, is_last_step, run_partition_keys
 from assets.run_peers import peers_running, peers_still_running
-from pipeline.config_resolve import ResolvedConfig
-from pipeline.question_driver import StageOutcome
-from pipeline.stale_units import explain_failures
-from pipeline.store import ResultStore
+from pipeline.kinds.resolve import ResolvedConfig
+from pipeline.run.stage import StageOutcome
+from pipeline.run.stale import explain_failures
+from pipeline.store.results import ResultStore
 from resources.benchmark import BenchmarkResource, ResultStoreResource
 from resources.embeddings import EmbeddingResource
 from resources.llm import LLMResource
@@ -107,7 +107,7 @@ def _rows_check(store: ResultStore, stage: str, asset_key: dg.AssetKey, written:
     paths = [str(p) for p in (store.partition_path(stage, k) for k in written) if p.exists()]
     if not paths:
         return dg.AssetCheckResult(asset_key=asset_key, check_name=CHECK_ROWS, passed=True, metadata={"rows": 0})
-    from pipeline.row_checks import CHECKED_COLUMNS, check_rows  # pandera (0.2 s): only when rows were written
+    from pipeline.run.row_checks import CHECKED_COLUMNS, check_rows  # pandera (0.2 s): only when rows were written
 
     df = pads.dataset(paths, format="parquet").to_table(columns=CHECKED_COLUMNS).to_pandas()
     cases = check_rows(df)

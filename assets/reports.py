@@ -16,9 +16,9 @@ from dagster import AssetExecutionContext
 from assets.layout import key
 from assets.run_claim import check_scope
 from assets.run_gate import finish_run
-from pipeline.agentic import metrics as agentic_metrics
-from pipeline.manifest import write_manifest
 from pipeline.metrics.retrieval import gold_protocol
+from pipeline.provenance.manifest import write_manifest
+from pipeline.report import agentic as agentic_metrics
 from pipeline.report.build import REPORT_HTML, RESULTS_JSON
 from pipeline.report.refresh import build_report
 from pipeline.report.retrieval_table import (
@@ -109,7 +109,7 @@ def benchmark_report(
     check_scope(context, benchmark.load())
     agentic_metrics.write_tables(store, benchmark.load())  # agentic readers' retrieval metrics (if any)
     views = store.refresh_catalog()
-    manifest, changed = write_manifest(benchmark.resolved(), store)  # pipeline/manifest.py
+    manifest, changed = write_manifest(benchmark.resolved(), store)  # pipeline/provenance/manifest.py
     if changed:
         views = store.refresh_catalog()  # its run_manifest / integrity_flags tables changed
     data, rewritten = build_report(store)

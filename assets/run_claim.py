@@ -25,8 +25,8 @@ from assets.layout import (
     run_tags,
 )
 from assets.run_gate import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
-from pipeline.config import BenchmarkConfig
-from pipeline.filelock import file_lock
+from pipeline.config.model import BenchmarkConfig
+from pipeline.util.filelock import file_lock
 
 LIVE = (dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED)
 

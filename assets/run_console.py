@@ -21,9 +21,9 @@ from typing import Any, TextIO
 
 import dagster as dg
 
-from pipeline.commands import config_selection
-from pipeline.config import config_path_from_env
-from pipeline.entry_errors import in_dagster_run_command
+from pipeline.config.entry_errors import in_dagster_run_command
+from pipeline.config.model import config_path_from_env
+from pipeline.config.printed_commands import config_selection
 
 MARK = "questions of this run failed"
 TRACE = "\n\nStack Trace:\n"

@@ -19,11 +19,11 @@ import pyarrow.parquet as pq
 
 from assets.layout import PIPELINE_ORDER, REPORTS, STAGES, step_of
 from assets.run_console import say_at_exit
+from pipeline.core.partitions import dataset_of
 from pipeline.datasets.convert import dataset_failure_path
-from pipeline.manifest import write_manifest
-from pipeline.partitions import dataset_of
+from pipeline.provenance.manifest import write_manifest
 from pipeline.report.refresh import refresh_report_files
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 
 PeerCheck = Callable[[dg.DagsterInstance, dg.DagsterRun, Path, dg.PartitionsDefinition], list[str]]
 PARTITION_TAG = "dagster/partition"
@@ -129,7 +129,7 @@ def finish_run(
         else:
             try:
                 benchmark = getattr(context.resources, "benchmark", None)  # the stage's BenchmarkResource
-                if benchmark is not None:  # the run's manifest follows the rows it re-ran (pipeline/manifest.py)
+                if benchmark is not None:  # the run's manifest follows the rows it re-ran (provenance/manifest.py)
                     write_manifest(benchmark.resolved(), store)
                 context.log.info(f"report refreshed: {refresh_report_files(store)}")
             except Exception as exc:  # the run's outcome is its questions; a report bug must not hide it

@@ -18,7 +18,7 @@ import dagster as dg
 
 from assets.layout import TAG_CONFIG, TAG_PID, _process_gone
 from assets.run_claim import key_span, overlaps
-from pipeline.filelock import file_lock
+from pipeline.util.filelock import file_lock
 
 PEERS_LOCK = ".run_ends.lock"
 ENDED_DIR = ".run_ends"  # <results>/.run_ends/<run id>: the run reached its end (its results are written)

@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from run_env import dagster_env  # noqa: E402 (benchmarks/run_env.py, next to this script)
 
+from pipeline.core.families import ABSTENTION_SUFFIX, is_abstention_id  # noqa: E402
 from pipeline.datasets.sources import iter_json_array  # noqa: E402
-from pipeline.families import ABSTENTION_SUFFIX, is_abstention_id  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 SAMPLE = ROOT / "pipeline" / "sample_data" / "longmemeval_oracle_sample.json"

@@ -34,9 +34,9 @@ def _peak_rss_mb() -> float:
 
 def run_convert(path: Path) -> dict:
     sys.path.insert(0, str(ROOT))
-    from pipeline.config import DatasetConfig
+    from pipeline.config.model import DatasetConfig
     from pipeline.datasets import convert_dataset
-    from pipeline.store import ResultStore
+    from pipeline.store.results import ResultStore
 
     with tempfile.TemporaryDirectory() as tmp:
         store = ResultStore(results_dir=tmp)

@@ -11,7 +11,7 @@ memory systems, offline reader, default judges) with its own results folder and 
    embeddings steps' work (conversion check, MC10 cross-check, pandera checks, embedding plan: all
    find everything current), then the four per-question stages in order through the runners the
    assets call (assets/question_assets.py ``STAGE_DEFS``: each a
-   pipeline.question_driver.QuestionStage with the stage's compute function), a catalog refresh after each
+   pipeline.run.stage.QuestionStage with the stage's compute function), a catalog refresh after each
    (as the assets do), then the retrieval report table and report files (pipeline.report), with a
    minimal stand-in for the Dagster context (only ``log`` is used).
 3. Dagster (timed): ``dagster job execute -j full_benchmark`` on a second copy of the prepared
@@ -57,8 +57,8 @@ import yaml
 from run_env import dagster_env
 
 if TYPE_CHECKING:
-    from pipeline.config import BenchmarkConfig
-    from pipeline.store import ResultStore
+    from pipeline.config.model import BenchmarkConfig
+    from pipeline.store.results import ResultStore
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

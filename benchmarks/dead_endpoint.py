@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 import dagster as dg  # noqa: E402
 
-from pipeline.config import load_config  # noqa: E402
+from pipeline.config.model import load_config  # noqa: E402
 from pipeline.definitions import build_defs  # noqa: E402
-from pipeline.store import ResultStore  # noqa: E402
+from pipeline.store.results import ResultStore  # noqa: E402
 
 SAMPLE = ROOT / "pipeline/sample_data/longmemeval_oracle_sample.json"
 

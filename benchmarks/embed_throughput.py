@@ -45,10 +45,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from assets.embeddings import ProgressReporter
+from pipeline.core.records import TurnRow
+from pipeline.embeddings.encoder import CachedEncoder, EnsureStats
+from pipeline.embeddings.model import load_model
+from pipeline.embeddings.spec import ModelSpec
 from pipeline.memory.base import RetrievedUnit, turn_unit_text
 from pipeline.readers.offline import unit_spans
-from pipeline.records import TurnRow
-from resources.embeddings import CachedEncoder, EmbeddingResource, EnsureStats, ModelSpec, load_model
+from resources.embeddings import EmbeddingResource
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "longmemeval_s_cleaned_498of500.json.gz"
 

@@ -41,9 +41,9 @@ from concurrent_runs import dagster, materialize, results, wait_all, write_slice
 from concurrent_runs import write_config as base_config  # noqa: E402
 from run_env import dagster_env  # noqa: E402
 
-from pipeline.coalesce import CoalesceCounts, Coalescer  # noqa: E402
 from pipeline.report.refresh import REPORT_WORK  # noqa: E402
-from pipeline.store import CATALOG_WORK  # noqa: E402
+from pipeline.store.results import CATALOG_WORK  # noqa: E402
+from pipeline.util.coalesce import CoalesceCounts, Coalescer  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 JUDGE_MARK = "Answer yes or no only."  # in every official LongMemEval judge prompt
@@ -77,7 +77,7 @@ def stage_rate(times: list[float]) -> StageRate | None:
 
 
 def shared_work(folder: Path) -> dict[str, CoalesceCounts]:
-    """How often the catalog rebuild and the report refresh ran / were found done (pipeline/coalesce.py)."""
+    """How often the catalog rebuild and the report refresh ran / were found done (pipeline/util/coalesce.py)."""
     root = folder / "results"
     return {name: Coalescer(root, name).counts() for name in (CATALOG_WORK, REPORT_WORK)}
 

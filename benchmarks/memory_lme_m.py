@@ -102,13 +102,13 @@ def build(source: Path, out: Path) -> dict[str, Any]:
 
 # ---- phases (each in a child process) --------------------------------------------------------
 def _store(work: Path) -> Any:
-    from pipeline.store import ResultStore
+    from pipeline.store.results import ResultStore
 
     return ResultStore(results_dir=str(work / "results"))
 
 
 def _dataset(path: Path) -> Any:
-    from pipeline.config import DatasetConfig
+    from pipeline.config.model import DatasetConfig
 
     return DatasetConfig(name=DATASET, loader="longmemeval", path=str(path))
 
@@ -124,7 +124,7 @@ def phase_convert(work: Path, path: Path) -> dict[str, Any]:
 
 
 def phase_validate(work: Path, path: Path) -> dict[str, Any]:
-    from pipeline.schemas import CANONICAL_PANDERA, validate_table_file
+    from pipeline.core.schemas import CANONICAL_PANDERA, validate_table_file
 
     store, out = _store(work), {}
     for table in CANONICAL_PANDERA:
@@ -149,7 +149,7 @@ def phase_embeddings_plan(work: Path, path: Path) -> dict[str, Any]:
     from types import SimpleNamespace
 
     from assets.embeddings import collect_unit_texts
-    from pipeline.embedding_cache import EmbeddingCache
+    from pipeline.embeddings.cache import EmbeddingCache
 
     cache = EmbeddingCache(work / "empty-embedding-cache", "benchmark-model")
     texts = collect_unit_texts(_store(work), SimpleNamespace(datasets=[_dataset(path)]), cached=cache)

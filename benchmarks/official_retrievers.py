@@ -44,13 +44,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.corpus import HaystackSession  # noqa: E402
 from pipeline.memory.base import MemoryDeps  # noqa: E402
 from pipeline.memory.flat_bm25 import FlatBm25Memory  # noqa: E402
 from pipeline.memory.flat_corpus import FlatMemory  # noqa: E402
 from pipeline.memory.flat_dense import FlatDenseMemory  # noqa: E402
 from pipeline.memory.flat_offline import LEVELS, build, level_metrics, lme_items  # noqa: E402
 from pipeline.metrics.retrieval import K_VALUES, UnitRef  # noqa: E402
+from pipeline.store.corpus import HaystackSession  # noqa: E402
 from tests.test_memory_flat_dense import PLAIN_FILES  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared/datasets/longmemeval_s_cleaned_498of500.json.gz"

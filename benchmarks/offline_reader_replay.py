@@ -31,14 +31,15 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from assets.embeddings import collect_unit_texts
-from pipeline.config import load_config
-from pipeline.corpus import Corpus
-from pipeline.embedding_cache import EmbeddingCache, embeddings_dir, text_hash
+from pipeline.config.model import load_config
+from pipeline.embeddings.cache import EmbeddingCache, embeddings_dir, text_hash
+from pipeline.embeddings.encoder import CachedEncoder
 from pipeline.kinds.readers import build_reader
 from pipeline.readers.base import ReaderDeps, ReadInput, retrieval_from_row
 from pipeline.readers.run import PREFETCH_QUESTIONS, session_dates
-from pipeline.store import ResultStore
-from resources.embeddings import CachedEncoder, EmbeddingResource
+from pipeline.store.corpus import Corpus
+from pipeline.store.results import ResultStore
+from resources.embeddings import EmbeddingResource
 
 
 def cpu_s() -> float:

@@ -51,7 +51,7 @@ print(f"{{t_import:.2f}} {{time.process_time() - t:.2f}} {{heavy}}")
 def private_config(config: Path, folder: Path) -> Path:
     """``config`` with its results in ``folder`` and dataset paths made absolute (same file stem).
 
-    Relative paths in a config resolve against the project root (pipeline/config.py).
+    Relative paths in a config resolve against the project root (pipeline/config/model.py).
     """
     cfg = yaml.safe_load(config.read_text())
     cfg["results_dir"] = str(folder / "results")

@@ -17,9 +17,9 @@ b 0.75, English stop words, query = question: it validates the protocol against 
 reference (418 questions: recall_any@5 0.943, recall_all@5 0.823, ndcg_any@10 0.874).
 
 Questions come from the pipeline's LongMemEval loader (pipeline.datasets; its abstention rule
-from pipeline.families), gold sessions from pipeline.metrics.retrieval.lme_gold_sessions and the
+from pipeline.core.families), gold sessions from pipeline.metrics.retrieval.lme_gold_sessions and the
 metrics from pipeline.metrics.retrieval. Embeddings go through the pipeline's cached encoder
-(resources.embeddings over pipeline.embedding_cache, keyed by model variant + text hash) in
+(resources.embeddings over pipeline.embeddings.cache, keyed by model variant + text hash) in
 ``--cache`` (default: the configs/shared.yaml results, whose lme_s run embeds the same user-turn
 texts), so repeated runs only pay for the retrieval itself.
 ``--limit N`` takes N evenly spaced eligible questions (all types);
@@ -68,11 +68,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.config import EmbeddingConfig
-from pipeline.corpus import HaystackSession
+from pipeline.config.model import EmbeddingConfig
+from pipeline.core.records import QuestionRow, SessionWithTurns
 from pipeline.datasets.longmemeval import load_longmemeval
-from pipeline.embedding_cache import text_hash
-from pipeline.embedding_spec import ModelSpec
+from pipeline.embeddings.cache import text_hash
+from pipeline.embeddings.encoder import CachedEncoder
+from pipeline.embeddings.spec import ModelSpec
 from pipeline.memory.base import MemoryDeps, RetrievedUnit, turn_unit_text
 from pipeline.metrics.retrieval import (
     PROTOCOL_LONGMEMEVAL,
@@ -82,8 +83,7 @@ from pipeline.metrics.retrieval import (
     recall_all_at_k,
     recall_any_at_k,
 )
-from pipeline.records import QuestionRow, SessionWithTurns
-from resources.embeddings import CachedEncoder
+from pipeline.store.corpus import HaystackSession
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared/datasets/longmemeval_s_cleaned_498of500.json.gz"
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent / "results/shared/parquet/embeddings"
@@ -124,7 +124,7 @@ def load_questions(path: Path, limit: int | None, shift: float = 0.0) -> list[Lm
         by_key = {s.session.session_key: s for s in rec.sessions}
         turns = {k: s.turns for k, s in by_key.items()}
         gold_keys = lme_gold_sessions(rec.evidence, turns)
-        # abstention (pipeline.families rule) or no gold session: not scored, as LongMemEval
+        # abstention (pipeline.core.families rule) or no gold session: not scored, as LongMemEval
         if exclusion(PROTOCOL_LONGMEMEVAL, q.question_id, gold_keys) is not None:
             continue
         hay = [
@@ -139,7 +139,7 @@ def load_questions(path: Path, limit: int | None, shift: float = 0.0) -> list[Lm
 
 
 # ---------------------------------------------------------------------------------------------
-# embeddings (the pipeline's cached encoder: pipeline.embedding_cache shards, keyed by variant + text hash)
+# embeddings (the pipeline's cached encoder: pipeline.embeddings.cache shards, keyed by variant + text hash)
 # ---------------------------------------------------------------------------------------------
 def make_encoder(cache_root: Path, backend: str) -> CachedEncoder:
     """The pipeline's encoder (resources.embeddings) over the cache at ``cache_root``.

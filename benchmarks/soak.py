@@ -74,7 +74,7 @@ from soak_counts import (  # noqa: E402 (benchmarks/soak_counts.py)
     unexpected_ok,
 )
 
-from pipeline.llm_cache import cache_key  # noqa: E402
+from pipeline.llm.cache import cache_key  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer, Fault, Rule  # noqa: E402
 
 SAMPLE = ROOT / "pipeline/sample_data/longmemeval_oracle_sample.json"
@@ -375,9 +375,9 @@ def _cached(res: Path) -> set[str]:
 def _checks(folder: Path, config: Path, server: SoakServer, excused: set[int], bad_key: str) -> dict[str, int]:
     import dagster as dg
 
-    from pipeline.config import load_config
+    from pipeline.config.model import load_config
     from pipeline.definitions import partition_keys
-    from pipeline.store import STAGE_TABLES, ResultStore
+    from pipeline.store.results import STAGE_TABLES, ResultStore
     from tests.dagster_fixtures import status_mismatches
 
     keys = partition_keys(load_config(str(config)))

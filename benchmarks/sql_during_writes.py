@@ -28,7 +28,7 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.store import ResultStore  # noqa: E402
+from pipeline.store.results import ResultStore  # noqa: E402
 
 QUERY = "SELECT count(*), sum(length(answer)), count(DISTINCT partition_key) FROM answers"
 

@@ -26,11 +26,11 @@ from assets.layout import REPORTS, STAGES, creator_tags, key, run_tags
 from assets.question_assets import build_stage_assets, question_partitions
 from assets.reports import build_reports
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
-from pipeline.config import BenchmarkConfig, load_config
-from pipeline.config_resolve import check_config
+from pipeline.config.entry_errors import exit_on_config_error
+from pipeline.config.model import BenchmarkConfig, load_config
 from pipeline.datasets.keys import config_keys
-from pipeline.entry_errors import exit_on_config_error
-from pipeline.heap import keep_out_of_collections, limit_arenas, release_and_report
+from pipeline.kinds.resolve import check_config
+from pipeline.util.heap import keep_out_of_collections, limit_arenas, release_and_report
 from resources.factory import build_resources
 
 # Dagster 1.13's own InitResourceContext.replace_config reads its deprecated ``dagster_run`` property:
@@ -64,7 +64,7 @@ def _job_tags(cfg: BenchmarkConfig, keys: list[str]) -> dict[str, str]:
 
 @dg.success_hook(name="release_freed_memory")
 def _release_after_step_ok(context: dg.HookContext) -> None:
-    """Freed heap pages back to the OS after each step, so the next step starts low (pipeline/heap.py).
+    """Freed heap pages back to the OS after each step, so the next step starts low (pipeline/util/heap.py).
 
     The RSS before and after is logged: a run's memory profile is then read from its event log.
     """
@@ -146,7 +146,7 @@ def defs() -> dg.Definitions:
     runs nothing: no config is read and no process-wide setting changes until a Dagster entry
     point asks for the definitions.
     """
-    limit_arenas()  # every step runs in this process (in-process executor): see pipeline/heap.py
+    limit_arenas()  # every step runs in this process (in-process executor): see pipeline/util/heap.py
     loaded = exit_on_config_error(build_defs)  # one line, not a traceback, under `dagster job execute`
-    keep_out_of_collections()  # imports and definitions live as long as the process: see pipeline/heap.py
+    keep_out_of_collections()  # imports and definitions live as long as the process: see pipeline/util/heap.py
     return loaded

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipeline.config import BenchmarkConfig, config_path_from_env, load_config
-from pipeline.config_resolve import ResolvedConfig, load_benchmark
-from pipeline.store import ResultStore
+from pipeline.config.model import BenchmarkConfig, config_path_from_env, load_config
+from pipeline.kinds.resolve import ResolvedConfig, load_benchmark
+from pipeline.store.results import ResultStore
 
 
 class BenchmarkResource(dg.ConfigurableResource):
@@ -29,7 +29,7 @@ class BenchmarkResource(dg.ConfigurableResource):
 
 
 class ResultStoreResource(dg.ConfigurableResource):
-    """The run's result store (``pipeline.store.ResultStore``, a plain value), built from the benchmark:
+    """The run's result store (``pipeline.store.results.ResultStore``, a plain value), built from the benchmark:
     its ``results_dir`` is the config's, so a stage can never write one config's results elsewhere."""
 
     benchmark: BenchmarkResource

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.config import BenchmarkConfig
+from pipeline.config.model import BenchmarkConfig
+from pipeline.llm.client import ROLE_JUDGES, ROLE_READER
 from resources.benchmark import BenchmarkResource, ResultStoreResource
 from resources.embeddings import EmbeddingResource
-from resources.llm import ROLE_JUDGES, ROLE_READER, LLMResource
+from resources.llm import LLMResource
 
 
 def build_resources(cfg: BenchmarkConfig) -> dict[str, Any]:

@@ -9,15 +9,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.config import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig
+from pipeline.core.records import QUESTIONS_SCHEMA, SESSIONS_SCHEMA, QuestionRow, SessionRow, rows_to_table
 from pipeline.judges.base import JUDGMENTS_PAYLOAD
+from pipeline.kinds.resolve import resolve_config
 from pipeline.memory.base import RETRIEVALS_PAYLOAD
 from pipeline.memory.systems import system_specs
-from pipeline.question_driver import UnitResult, WorkItem, stage_schema
 from pipeline.readers.base import ANSWERS_PAYLOAD
-from pipeline.records import QUESTIONS_SCHEMA, SESSIONS_SCHEMA, QuestionRow, SessionRow, rows_to_table
-from pipeline.store import ResultStore
+from pipeline.run.stage import UnitResult, WorkItem, stage_schema
+from pipeline.store.results import ResultStore
 
 SYSTEMS = (ComponentConfig(name="rag", kind="rag"), ComponentConfig(name="full", kind="full_context"))
 SESSION = SessionRow("d", "s1", "session_1", "1:56 pm on 8 May, 2023", dt.datetime(2023, 5, 8, 13, 56), None, 2)

@@ -17,8 +17,8 @@ import yaml
 from assets.layout import STAGES
 from assets.question_assets import build_stage_assets, question_partitions
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
-from pipeline.config import load_config
-from pipeline.store import ResultStore
+from pipeline.config.model import load_config
+from pipeline.store.results import ResultStore
 from resources.factory import build_resources
 from tests.conftest import PROJECT_ROOT
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.records import QuestionRow
+from pipeline.core.records import QuestionRow
 
 MC_CHOICES = (
     "Paris",

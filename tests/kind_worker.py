@@ -24,7 +24,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(base_url: str, work: Path, kind: str) -> str | None:
-    from pipeline.config import ComponentConfig
+    from pipeline.config.model import ComponentConfig
     from pipeline.kinds.memory import MEMORY_SYSTEMS
     from pipeline.memory.ingest import ingest_haystack
     from pipeline.memory.systems import SystemSpec

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from resources.llm import OpenAIChatClient
+from pipeline.llm.client import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, running_fake_server
 
 JUDGE_MODEL = "fake-judge"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import CANONICAL_SCHEMAS, HaystackRow, QuestionRow, SessionRow, TurnRow, rows_to_table
 from pipeline.memory.base import Encoder
-from pipeline.records import CANONICAL_SCHEMAS, HaystackRow, QuestionRow, SessionRow, TurnRow, rows_to_table
-from pipeline.store import ResultStore
+from pipeline.store.corpus import HaystackSession
+from pipeline.store.results import ResultStore
 from resources.embeddings import EmbeddingResource
 
 DATASET = "toy"

@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 import yaml
 
-from pipeline.config import load_config
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import load_config
+from pipeline.kinds.resolve import resolve_config
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.retrieve import retrieval_results
 from pipeline.products import base as product_base
-from pipeline.question_driver import WorkItem
-from pipeline.store import ResultStore
-from resources.llm import OpenAIChatClient
+from pipeline.run.stage import WorkItem
+from pipeline.store.results import ResultStore
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.memory_fixtures import DATASET, HAYSTACK_2, question, write_toy_dataset
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.ingest import ingest_haystack
-from resources.llm import OpenAIChatClient
 from tests.memory_fixtures import HAYSTACK, build_haystack, encoder
 
 
@@ -23,7 +23,7 @@ def deps_for(base_url: str, work: Path) -> MemoryDeps:
 
 
 def run(base_url: str, work: Path, kind: str = "mem0") -> str | None:
-    from pipeline.config import ComponentConfig
+    from pipeline.config.model import ComponentConfig
     from pipeline.kinds.memory import BUILTIN_MEMORY_SYSTEMS
     from pipeline.memory.systems import SystemSpec
 

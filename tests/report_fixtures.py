@@ -10,7 +10,7 @@ from pathlib import Path
 from pipeline.judges.base import JUDGMENTS_PAYLOAD
 from pipeline.metrics.retrieval import gold_protocol
 from pipeline.report.retrieval_table import build_dataset_table, table_path
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 from tests.test_report import _judgment, _write_stage, build_store
 
 # (question, F1 score) of the lme/bm25/gpt answers judged by a token-F1 judge; q4's judgment failed

@@ -17,15 +17,15 @@ import pytest
 
 import pipeline.report  # noqa: F401  (registers the report views, agent_memory_log included)
 from pipeline.agentic.agent_memory import KIND_OP, AgentMemory
-from pipeline.config import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig
+from pipeline.kinds.resolve import resolve_config
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.checkpoint import checkpoint_path, load
 from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
 from pipeline.memory.retrieve import retrieval_results
-from pipeline.question_driver import WorkItem
-from pipeline.store import ResultStore
-from resources.llm import OpenAIChatClient
+from pipeline.run.stage import WorkItem
+from pipeline.store.results import ResultStore
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server, tool_call
 from tests.memory_fixtures import DATASET, HAYSTACK, question, write_toy_dataset
 from tests.memory_fixtures import encoder as make_encoder
@@ -165,7 +165,7 @@ def test_the_agent_maintains_its_store_and_retrieval_searches_it(enc: Encoder, t
 CHILD = """
 import sys
 from pathlib import Path
-from pipeline.config import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig
+from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig
 from tests.test_agent_memory import config, ingest
 from tests.memory_fixtures import encoder
 cfg = config(Path(sys.argv[1]), sys.argv[2])

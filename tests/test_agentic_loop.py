@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from pipeline.agentic.loop import AgentLoopError, LoopSettings, Tool, ToolInputError, ToolResult, run_tool_loop
-from pipeline.llm_protocol import MalformedReply, parse_completion
-from resources.llm import OpenAIChatClient
+from pipeline.llm.client import OpenAIChatClient
+from pipeline.llm.protocol import MalformedReply, parse_completion
 from tests.fake_openai_server import FakeOpenAIServer, Fault, tool_call
 
 pytest_plugins = ["tests.llm_fixtures"]  # fixtures: server (fake OpenAI server), llm (OpenAIChatClient on it)
@@ -205,7 +205,7 @@ TEXT_CALLS = [  # (reply text, the calls read from it as (name, arguments))
 
 @pytest.mark.parametrize(("text", "expected"), TEXT_CALLS)
 def test_tool_calls_in_text(text: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
-    from pipeline.agentic.text_calls import tool_calls_in_text
+    from pipeline.llm.text_calls import tool_calls_in_text
 
     calls = tool_calls_in_text(text, 2)
     got = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls]

@@ -14,24 +14,24 @@ import pyarrow as pa
 import pytest
 
 import pipeline.report  # noqa: F401  (registers the report views, agentic ones included)
-from pipeline.agentic.metrics import answer_metric_rows, write_tables
 from pipeline.agentic.search import MemoryAccess
-from pipeline.config import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig, load_config
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig, load_config
+from pipeline.core.records import CANONICAL_SCHEMAS, EvidenceRow, rows_to_table
+from pipeline.kinds.resolve import resolve_config
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import RETRIEVALS_PAYLOAD, Encoder, MemoryDeps
 from pipeline.memory.checkpoint import checkpoint_path
 from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
 from pipeline.memory.retrieve import retrieval_results
 from pipeline.metrics.retrieval import EVIDENCE_RECALL_CONTEXT, PROTOCOL_EVIDENCE, Gold
-from pipeline.question_driver import UnitResult, WorkItem, stage_schema
 from pipeline.readers.base import ANSWERS_PAYLOAD, ReaderCallFailed, ReaderDeps, ReadInput
 from pipeline.readers.run import AnswerRun, build_readers
-from pipeline.records import CANONICAL_SCHEMAS, EvidenceRow, rows_to_table
+from pipeline.report.agentic import answer_metric_rows, write_tables
 from pipeline.report.html import question_block
 from pipeline.report.questions import dataset_questions
-from pipeline.store import ResultStore
+from pipeline.run.stage import UnitResult, WorkItem, stage_schema
+from pipeline.store.results import ResultStore
 from resources.benchmark import BenchmarkResource
-from resources.llm import OpenAIChatClient
 from tests.dagster_fixtures import run_stages
 from tests.fake_openai_server import FakeOpenAIServer, tool_call
 from tests.memory_fixtures import DATASET, HAYSTACK, question, write_toy_dataset

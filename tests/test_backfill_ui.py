@@ -28,7 +28,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from pipeline.config import load_config
+from pipeline.config.model import load_config
 from pipeline.definitions import build_defs, partition_keys
 from tests.conftest import PROJECT_ROOT
 from tests.dagster_fixtures import lme_sample_config

@@ -10,11 +10,11 @@ import dagster as dg
 import pytest
 import yaml
 
-from pipeline.config import load_config
+from pipeline.config.model import load_config
 from pipeline.definitions import build_defs, partition_keys
-from pipeline.llm_protocol import UNREACHABLE_CONNECTION
-from pipeline.question_driver import STATUS_FAILED, STATUS_OK, EndpointBreaker, UnitResult
-from pipeline.store import ResultStore
+from pipeline.llm.protocol import UNREACHABLE_CONNECTION
+from pipeline.run.stage import STATUS_FAILED, STATUS_OK, EndpointBreaker, UnitResult
+from pipeline.store.results import ResultStore
 from tests.conftest import PROJECT_ROOT
 from tests.fake_openai_server import running_fake_server
 

@@ -1,5 +1,5 @@
 """Canonical tables: the derived Arrow and pandera schemas are exactly the ones stored before the
-single declaration (pipeline.records) replaced the hand-written copies.
+single declaration (pipeline.core.records) replaced the hand-written copies.
 
 Why pinned literals: stored Parquet files must stay readable and the blocking pandera check must
 reject the same rows. The expected values below were printed from the hand-written
@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.records import CANONICAL_SCHEMAS
-from pipeline.schemas import CANONICAL_PANDERA, UNIQUE_KEYS, validate_table_file
+from pipeline.core.records import CANONICAL_SCHEMAS
+from pipeline.core.schemas import CANONICAL_PANDERA, UNIQUE_KEYS, validate_table_file
 
 S, N, B, TS, L = "string", "int64", "bool", "timestamp[us]", "list<item: string>"
 EXPECTED_ARROW: dict[str, list[tuple[str, str]]] = {

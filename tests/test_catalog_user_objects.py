@@ -12,8 +12,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from pipeline.catalog_views import USER_DATABASE, comment_views
-from pipeline.store import CATALOG_MARK, ResultStore, open_catalog
+from pipeline.catalog.views import USER_DATABASE, comment_views
+from pipeline.store.results import CATALOG_MARK, ResultStore, open_catalog
 
 
 def _questions(n: int) -> pa.Table:
@@ -76,7 +76,7 @@ def test_objects_that_cannot_be_copied_keep_the_old_file(
 ) -> None:
     _user_session(store, "CREATE MACRO twice(x) AS 2 * x")
     before = store.catalog_path.read_bytes()
-    with caplog.at_level(logging.WARNING, logger="pipeline.store"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.store.results"):
         assert store.refresh_catalog() == []
     assert store.catalog_path.read_bytes() == before
     assert "macro twice" in caplog.text and USER_DATABASE in caplog.text
@@ -100,7 +100,7 @@ def test_catalog_open_read_write_elsewhere_is_not_replaced(
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         inode = store.catalog_path.stat().st_ino
-        with caplog.at_level(logging.WARNING, logger="pipeline.store"):
+        with caplog.at_level(logging.WARNING, logger="pipeline.store.results"):
             assert store.refresh_catalog() == []
         assert store.catalog_path.stat().st_ino == inode
         assert "open read-write in another process" in caplog.text
@@ -171,14 +171,14 @@ def test_a_finished_catalog_is_rebuilt_despite_the_report_macros(
     _finished(store)
     (store.root / CATALOG_MARK).unlink()  # forces a rebuild over the old file
     store.write(store.canonical_path("d", "questions"), _questions(3))
-    with caplog.at_level(logging.WARNING, logger="pipeline.store"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.store.results"):
         assert "questions" in store.refresh_catalog()
     assert "not rebuilt" not in caplog.text
     # a store whose view creators define no macros (a subset of CATALOG_VIEWS) rebuilds it too:
     # the old file's membench macros are membench's, not a user's object to refuse over
     plain = ResultStore(results_dir=store.results_dir, views=(comment_views,))
     store.write(store.canonical_path("d", "questions"), _questions(4))
-    with caplog.at_level(logging.WARNING, logger="pipeline.store"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.store.results"):
         assert "questions" in plain.refresh_catalog()
     assert "not rebuilt" not in caplog.text
     con = open_catalog(store.catalog_path)
@@ -188,6 +188,6 @@ def test_a_finished_catalog_is_rebuilt_despite_the_report_macros(
         con.close()
     _user_session(store, "CREATE MACRO twice(x) AS 2 * x")  # a user's macro still keeps the old file
     store.write(store.canonical_path("d", "questions"), _questions(5))
-    with caplog.at_level(logging.WARNING, logger="pipeline.store"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.store.results"):
         assert store.refresh_catalog() == []
     assert "macro twice" in caplog.text and "mb_boot_index" not in caplog.text

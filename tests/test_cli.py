@@ -15,8 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipeline.cli import format_table, main
-from pipeline.store import ResultStore
+from pipeline.cli.main import format_table, main
+from pipeline.store.results import ResultStore
 
 NOW = dt.datetime(2025, 1, 1)
 
@@ -127,7 +127,7 @@ def test_commands(
 def test_failed_stage_filter_is_a_parameter(configs: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     """The stage reaches DuckDB as a bound value: an injection attempt would need to get past
     argparse's choices first, and the SQL holds a placeholder, not the text."""
-    from pipeline import cli
+    from pipeline.cli import main as cli
 
     assert "$stage" in cli.FAILED_SQL and "{" not in cli.FAILED_SQL
     rc, out, _ = run(["--config", configs["RUN"], "failed", "--stage", "canonical"], capsys)
@@ -159,7 +159,7 @@ def test_format_table_zero_rows() -> None:
 
 def test_entry_point_prints_no_traceback(configs: dict[str, str]) -> None:
     exe = Path(sys.executable).with_name("membench")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "pipeline.cli"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "pipeline.cli.main"]
     proc = subprocess.run(
         [*cmd, "--config", configs["RUN"], "failed", "--stage", "answer"], capture_output=True, text=True, timeout=120
     )

@@ -19,9 +19,9 @@ import pytest
 from assets.layout import TAG_CONFIG, TAG_HOST, TAG_PID, TAG_PID_STARTED
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
 from assets.run_peers import peers_running, peers_still_running
-from pipeline.coalesce import CoalesceCounts, Coalescer
-from pipeline.filelock import file_lock
-from pipeline.store import CATALOG_WORK, ResultStore, open_catalog
+from pipeline.store.results import CATALOG_WORK, ResultStore, open_catalog
+from pipeline.util.coalesce import CoalesceCounts, Coalescer
+from pipeline.util.filelock import file_lock
 
 K = 4
 

@@ -12,12 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from pipeline.metrics.stats import mcnemar_exact_p, paired_bootstrap
 from pipeline.report.build import collect
 from pipeline.report.compare import TEST_BOOTSTRAP, TEST_MCNEMAR, CompareRow, _row_html, compare_runs
 from pipeline.report.refresh import write_report_files
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 from tests.report_fixtures import F1_SCORES, build_full_store
 
 

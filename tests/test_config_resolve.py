@@ -14,16 +14,16 @@ import pytest
 import yaml
 
 from assets.clients import StageClients
-from pipeline.cli import main
-from pipeline.config import BenchmarkConfig, ConfigError, DatasetConfig, LLMConfig, load_config
-from pipeline.config_resolve import check_config, load_benchmark
+from pipeline.cli.main import main
+from pipeline.config.model import BenchmarkConfig, ConfigError, DatasetConfig, LLMConfig, load_config
 from pipeline.definitions import build_defs
+from pipeline.kinds.resolve import check_config, load_benchmark
+from pipeline.llm.client import client_for
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.systems import system_specs
 from pipeline.readers.run import answer_units
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 from resources.factory import build_resources
-from resources.llm import client_for
 from tests.conftest import PROJECT_ROOT
 
 CLIENT_KEYS = ("embeddings", "llm", "judge_llm")  # the resources a stage hands its components

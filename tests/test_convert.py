@@ -10,14 +10,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import DatasetConfig
-from pipeline.corpus import Corpus
+from pipeline.config.model import DatasetConfig
+from pipeline.core.records import CANONICAL_SCHEMAS
+from pipeline.core.schemas import CANONICAL_PANDERA
 from pipeline.datasets import DatasetFileError, convert_dataset
 from pipeline.datasets.convert import MANIFEST, STAGING_DIR, TABLES
 from pipeline.datasets.samples import LOCOMO_FILE, LONGMEMEVAL_S_FILE, MC10_FILE, SAMPLE_DIR
-from pipeline.records import CANONICAL_SCHEMAS
-from pipeline.schemas import CANONICAL_PANDERA
-from pipeline.store import ResultStore
+from pipeline.store.corpus import Corpus
+from pipeline.store.results import ResultStore
 
 
 def dataset(name: str, loader: str, path: Path, limit: int | None = None) -> DatasetConfig:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ConfigError, load_config
-from pipeline.partitions import KeyRegistry, PartitionKeyCollision, dataset_of, partition_key, sanitize
-from pipeline.registry import Registry, RegistryError
+from pipeline.config.model import ConfigError, load_config
+from pipeline.core.partitions import KeyRegistry, PartitionKeyCollision, dataset_of, partition_key, sanitize
+from pipeline.util.registry import Registry, RegistryError
 
 
 def test_registry_unknown_and_duplicate_names_fail_loudly() -> None:

@@ -12,10 +12,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import DatasetConfig
+from pipeline.config.model import DatasetConfig
 from pipeline.datasets.convert import convert_dataset
 from pipeline.datasets.keys import dataset_keys
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 from tests.conftest import PROJECT_ROOT
 
 SAMPLES = PROJECT_ROOT / "pipeline" / "sample_data"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.cli import main
-from pipeline.config import ConfigError, load_config
+from pipeline.cli.main import main
+from pipeline.config.model import ConfigError, load_config
 from pipeline.definitions import build_defs
 from tests.conftest import PROJECT_ROOT
 

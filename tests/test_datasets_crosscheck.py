@@ -8,11 +8,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from pipeline.config import DatasetConfig
+from pipeline.config.model import DatasetConfig
 from pipeline.datasets import apply_mc10_crosscheck, convert_dataset, mc10_type_names, mc10_vs_locomo
 from pipeline.datasets.crosscheck import CROSSCHECK_TABLE
 from pipeline.datasets.samples import LOCOMO_FILE, MC10_FILE, SAMPLE_DIR
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 
 # hand-checked from sample_script.LOCOMO_QUESTIONS: categories 1/2/3/4/5 = 4/6/3/10/4 questions,
 # and the sample MC10 file labels category n with the reported naive numbering

@@ -13,12 +13,12 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import DatasetConfig
+from pipeline.config.model import DatasetConfig
+from pipeline.core.records import ParsedRecord
 from pipeline.datasets import LOADERS, DatasetFileError, convert_dataset
 from pipeline.datasets.base import KeyConflictFailure
 from pipeline.datasets.samples import LOCOMO_FILE, MC10_FILE, SAMPLE_DIR, build_longmemeval
-from pipeline.records import ParsedRecord
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 
 
 def lme_records() -> list[dict[str, Any]]:

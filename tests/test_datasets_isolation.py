@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import DatasetConfig
+from pipeline.config.model import DatasetConfig
 from pipeline.datasets.convert import (
     MANIFEST,
     STAGING_DIR,
@@ -28,7 +28,7 @@ from pipeline.datasets.convert import (
     recover_staging,
 )
 from pipeline.datasets.samples import build_longmemeval
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 
 
 def lme_records(n: int = 3) -> list[dict[str, Any]]:
@@ -177,7 +177,7 @@ def test_crash_between_the_two_renames_is_recovered(store: ResultStore, tmp_path
 
 
 def test_question_totals_count_records_without_an_id(store: ResultStore, tmp_path: Path) -> None:
-    from pipeline.report_views import _dataset_questions_cte
+    from pipeline.catalog.report import _dataset_questions_cte
 
     records: list[Any] = lme_records(3)
     records[2] = "not a record"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import DatasetConfig
+from pipeline.config.model import DatasetConfig
+from pipeline.core.records import ParsedRecord
 from pipeline.datasets import LOADERS, convert_dataset
-from pipeline.records import ParsedRecord
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 
 pytestmark = pytest.mark.shared_data
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.core.records import ParsedRecord
 from pipeline.datasets import LOADERS
 from pipeline.datasets.samples import (
     LOCOMO_FILE,
@@ -18,7 +19,6 @@ from pipeline.datasets.samples import (
     render,
     write_samples,
 )
-from pipeline.records import ParsedRecord
 
 
 def load(loader: str, name: str) -> list[ParsedRecord]:

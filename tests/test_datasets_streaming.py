@@ -23,9 +23,9 @@ MAX_GROWTH_MB = 200  # measured ~150 MB; json.load of the same file alone grows 
 
 CHILD = """
 import json, resource, sys
-from pipeline.config import DatasetConfig
+from pipeline.config.model import DatasetConfig
 from pipeline.datasets import convert_dataset
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 before = rss()
 ds = DatasetConfig(name="big", loader="longmemeval", path=sys.argv[1])

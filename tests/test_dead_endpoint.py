@@ -18,10 +18,10 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from pipeline.config import LLMConfig
+from pipeline.config.model import LLMConfig
 from pipeline.definitions import build_defs
-from pipeline.store import ResultStore
-from resources.llm import OpenAIChatClient
+from pipeline.llm.client import OpenAIChatClient
+from pipeline.store.results import ResultStore
 from tests.dagster_fixtures import lme_sample_config, stage_run_metadata
 from tests.fake_openai_server import running_fake_server
 

@@ -10,16 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import EmbeddingConfig
-from pipeline.embedding_cache import EmbeddingCache, EmbeddingCacheError, model_slug, text_hash
-from resources.embeddings import (
-    CachedEncoder,
-    EmbeddingModel,
-    EmbeddingModelError,
-    EmbeddingResource,
-    embedding_variant,
-    resolve_backend,
-)
+from pipeline.config.model import EmbeddingConfig
+from pipeline.embeddings.cache import EmbeddingCache, EmbeddingCacheError, model_slug, text_hash
+from pipeline.embeddings.encoder import CachedEncoder
+from pipeline.embeddings.model import EmbeddingModel
+from pipeline.embeddings.spec import EmbeddingModelError, embedding_variant, resolve_backend
+from resources.embeddings import EmbeddingResource
 
 TEXTS = [
     "user: I adopted a golden retriever puppy last week.",

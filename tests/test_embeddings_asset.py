@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from assets.embeddings import ProgressReporter, build_embeddings, collect_unit_texts
-from pipeline.config import load_config
-from pipeline.embedding_cache import EmbeddingCache, embeddings_dir
-from pipeline.records import SESSIONS_SCHEMA, TURNS_SCHEMA, SessionRow, TurnRow, rows_to_table
-from pipeline.store import ResultStore
-from resources.embeddings import EmbedProgress
+from pipeline.config.model import load_config
+from pipeline.core.records import SESSIONS_SCHEMA, TURNS_SCHEMA, SessionRow, TurnRow, rows_to_table
+from pipeline.embeddings.cache import EmbeddingCache, embeddings_dir
+from pipeline.embeddings.encoder import EmbedProgress
+from pipeline.store.results import ResultStore
 from resources.factory import build_resources
 
 

@@ -22,9 +22,9 @@ import duckdb
 import pytest
 import yaml
 
-from pipeline.config import load_config
+from pipeline.config.model import load_config
 from pipeline.definitions import partition_keys
-from pipeline.store import ResultStore, open_catalog
+from pipeline.store.results import ResultStore, open_catalog
 from tests.conftest import PROJECT_ROOT
 from tests.dagster_fixtures import status_mismatches
 

@@ -18,9 +18,9 @@ import dagster as dg
 import pytest
 import yaml
 
-from pipeline.config import load_config
+from pipeline.config.model import load_config
 from pipeline.definitions import build_defs, partition_keys
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 from tests.conftest import PROJECT_ROOT
 from tests.dagster_fixtures import status_mismatches
 

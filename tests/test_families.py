@@ -1,8 +1,8 @@
-"""The dataset-family rule and the ``_abs`` rule have one definition (pipeline/families.py).
+"""The dataset-family rule and the ``_abs`` rule have one definition (pipeline/core/families.py).
 
 Why a test beyond the unit cases: copies of these rules drifted before (``lme*`` loaders were
 LongMemEval for the judges but not for retrieval metrics). The source scan fails when a new copy
-of either rule appears outside pipeline/families.py.
+of either rule appears outside pipeline/core/families.py.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import re
 
 import pytest
 
-from pipeline.datasets.longmemeval import load_longmemeval
-from pipeline.families import (
+from pipeline.core.families import (
     FAMILY_LOCOMO,
     FAMILY_LONGMEMEVAL,
     FAMILY_MC10,
@@ -21,6 +20,7 @@ from pipeline.families import (
     is_abstention_id,
     is_longmemeval,
 )
+from pipeline.datasets.longmemeval import load_longmemeval
 from pipeline.metrics.retrieval import PROTOCOL_EVIDENCE, PROTOCOL_LONGMEMEVAL, gold_protocol
 from tests.conftest import PROJECT_ROOT
 

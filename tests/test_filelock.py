@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.filelock import file_lock
+from pipeline.util.filelock import file_lock
 
 TRY_LOCK = """
 import fcntl, sys

@@ -1,4 +1,4 @@
-"""``membench forget`` and the failure message naming it (pipeline/forget.py, pipeline/stale_units.py).
+"""``membench forget`` and the failure message naming it (pipeline/cli/forget.py, pipeline/run/stale.py).
 
 A real small results folder, written by the stage driver (no Dagster): two memory systems, the
 second failing every question, then renamed in the config. The old name's failed rows keep every
@@ -19,15 +19,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.cli import main
-from pipeline.config import BenchmarkConfig, load_config
-from pipeline.config_resolve import resolve_config
-from pipeline.forget import ORPHAN_REASON, apply_plan, plan_forget, product_state_dirs
+from pipeline.cli.forget import ORPHAN_REASON, apply_plan, plan_forget, product_state_dirs
+from pipeline.cli.main import main
+from pipeline.config.model import BenchmarkConfig, load_config
+from pipeline.kinds.resolve import resolve_config
 from pipeline.memory import checkpoint
 from pipeline.products.mem0_memory import Mem0Memory
-from pipeline.question_driver import QuestionStage, StageOutcome, UnitResult, UnitSpec, WorkItem, timed
-from pipeline.status_index import StageIndex
-from pipeline.store import STAGE_TABLES, ResultStore
+from pipeline.run.stage import QuestionStage, StageOutcome, UnitResult, UnitSpec, WorkItem, timed
+from pipeline.run.status_index import StageIndex
+from pipeline.store.results import STAGE_TABLES, ResultStore
 
 PAYLOAD = pa.schema([("value", pa.int64())])
 KEYS = [f"d__q{i}" for i in range(4)]
@@ -159,7 +159,7 @@ def test_the_check_step_failure_names_the_old_system(renamed: tuple[str, ResultS
     """What a run prints at its end: the stage check's failure, from the progress view plus the config."""
     from assets.question_assets import failed_questions
     from assets.run_console import questions_failed
-    from pipeline.stale_units import explain_failures
+    from pipeline.run.stale import explain_failures
 
     config, store = renamed
     run_stages(config)

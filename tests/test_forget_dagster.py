@@ -18,11 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipeline.cli import main
-from pipeline.config import load_config
-from pipeline.config_resolve import load_benchmark
+from pipeline.cli.main import main
+from pipeline.config.model import load_config
 from pipeline.definitions import build_defs, partition_keys
-from pipeline.store import ResultStore
+from pipeline.kinds.resolve import load_benchmark
+from pipeline.store.results import ResultStore
 from tests.conftest import PROJECT_ROOT
 from tests.dagster_fixtures import status_mismatches
 

@@ -1,4 +1,4 @@
-"""pipeline/heap.py: freed memory handed back between steps, wired into every job."""
+"""pipeline/util/heap.py: freed memory handed back between steps, wired into every job."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import platform
 
 import pytest
 
-from pipeline.heap import limit_arenas, release_freed
+from pipeline.util.heap import limit_arenas, release_freed
 
 
 def _vm_rss_kb() -> int:
@@ -47,7 +47,7 @@ def test_release_returns_arrow_pool_blocks() -> None:
 
 @pytest.mark.skipif(platform.system() != "Linux", reason="reads /proc")
 def test_rss_figures_and_release_message() -> None:
-    from pipeline.heap import peak_rss_mb, release_and_report, rss_mb
+    from pipeline.util.heap import peak_rss_mb, release_and_report, rss_mb
 
     now = rss_mb()
     assert now is not None and abs(now - _vm_rss_kb() / 1024) < 64  # same counter, read moments apart
@@ -59,7 +59,7 @@ def test_rss_figures_and_release_message() -> None:
 def test_fewer_collections_sets_and_restores_the_young_threshold() -> None:
     import gc
 
-    from pipeline.heap import YOUNG_COLLECTION_EVERY, fewer_collections
+    from pipeline.util.heap import YOUNG_COLLECTION_EVERY, fewer_collections
 
     before = gc.get_threshold()
     with fewer_collections():

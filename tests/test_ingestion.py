@@ -9,9 +9,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pipeline.config import BenchmarkConfig, ComponentConfig, DatasetConfig
-from pipeline.config_resolve import resolve_config
-from pipeline.corpus import HaystackSession
+from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfig
+from pipeline.core.records import QuestionRow
+from pipeline.kinds.resolve import resolve_config
 from pipeline.memory.base import Encoder, MemoryDeps, MemoryUnit
 from pipeline.memory.checkpoint import checkpoint_path, load
 from pipeline.memory.ingest import IngestionError, MemoryRun, ingest_haystack, ingestion_results, units_for
@@ -19,9 +19,9 @@ from pipeline.memory.rag import RagMemory
 from pipeline.memory.retrieve import retrieval_results
 from pipeline.memory.summaries import NO_SUMMARIES
 from pipeline.memory.systems import SystemSpec, checkpoint_every, system_specs
-from pipeline.question_driver import WorkItem
-from pipeline.records import QuestionRow
-from pipeline.store import ResultStore
+from pipeline.run.stage import WorkItem
+from pipeline.store.corpus import HaystackSession
+from pipeline.store.results import ResultStore
 from tests.memory_fixtures import DATASET, HAYSTACK, build_haystack, encoder, question, write_toy_dataset
 
 

@@ -9,10 +9,10 @@ import dagster as dg
 import pytest
 import yaml
 
-from pipeline.config import load_config
+from pipeline.config.model import load_config
 from pipeline.memory.base import INGESTION_PAYLOAD, RETRIEVALS_PAYLOAD
-from pipeline.question_driver import stage_schema
-from pipeline.store import ResultStore
+from pipeline.run.stage import stage_schema
+from pipeline.store.results import ResultStore
 from tests.dagster_fixtures import run_stages
 from tests.memory_fixtures import DATASET, HAYSTACK_2, question, write_toy_dataset
 

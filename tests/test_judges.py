@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig
 from pipeline.judges.base import (
     KIND_LOCOMO,
     KIND_LONGMEMEVAL,
@@ -29,7 +28,6 @@ from pipeline.judges.base import (
     JudgeInput,
     dataset_kind,
 )
-from pipeline.judges.kinds import JUDGES, metric_info
 from pipeline.judges.lme import lme_contains_normalized
 from pipeline.judges.locomo import (
     exact_match,
@@ -43,7 +41,9 @@ from pipeline.judges.locomo import (
 )
 from pipeline.judges.mc import confusion_matrix, mc_accuracy
 from pipeline.judges.select import judges_for, unavailable_judges
-from pipeline.registry import RegistryError
+from pipeline.kinds.judges import JUDGES, metric_info
+from pipeline.kinds.resolve import resolve_config
+from pipeline.util.registry import RegistryError
 from tests.judge_fixtures import lme, locomo, mc
 
 CTX = JudgeContext()
@@ -358,13 +358,13 @@ def test_every_metric_is_registered_once_with_its_pinned_name() -> None:
 
 
 def test_catalog_aggregate_rules_match_the_judges() -> None:
-    """The catalog's views read each metric's aggregate rule from pipeline.judge_metrics (below the
+    """The catalog's views read each metric's aggregate rule from pipeline.metrics.aggregates (below the
     store); every built-in judge must carry the same rule, and every metric must be listed."""
-    from pipeline.judge_metrics import METRIC_AGGREGATES
-    from pipeline.judges.kinds import BUILTIN_JUDGES
+    from pipeline.kinds.judges import BUILTIN_JUDGES
+    from pipeline.metrics.aggregates import METRIC_AGGREGATES
 
     assert {s.metric: s.aggregate for s in BUILTIN_JUDGES} == dict(METRIC_AGGREGATES)
-    from pipeline.judge_metrics import METRIC_FAMILIES
+    from pipeline.metrics.aggregates import METRIC_FAMILIES
 
     assert {s.metric: s.kinds for s in BUILTIN_JUDGES} == dict(METRIC_FAMILIES)  # official views pick by family
 

@@ -11,7 +11,7 @@ import hashlib
 import pytest
 
 from pipeline.judges.base import UNPARSEABLE_ERROR_PREFIX, JudgeContext, JudgeFailed, JudgeInput, UnparseableVerdict
-from pipeline.judges.llm_judges import (
+from pipeline.judges.llm import (
     LME_PROMPT_DEFAULT,
     LOCOMO_ADVERSARIAL_GOLD,
     MEM0_ACCURACY_PROMPT,
@@ -28,8 +28,8 @@ from pipeline.judges.llm_judges import (
     parse_yes_no,
     read_lme_reply,
 )
-from pipeline.llm_cache import ResponseCache
-from resources.llm import OpenAIChatClient
+from pipeline.llm.cache import ResponseCache
+from pipeline.llm.client import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, Fault
 from tests.judge_fixtures import lme, locomo
 
@@ -268,7 +268,7 @@ def test_unparseable_reply_is_not_served_from_cache_next_time(llm: OpenAIChatCli
 
 
 def test_unparseable_error_text_has_the_counted_prefix() -> None:
-    # pipeline.question_driver.timed stores "<class>: <message>"; the report counts rows starting with the prefix
+    # pipeline.run.stage.timed stores "<class>: <message>"; the report counts rows starting with the prefix
     exc = UnparseableVerdict("judge reply is not a clear yes/no: 'Maybe'")
     assert f"{type(exc).__name__}: {exc}".startswith(UNPARSEABLE_ERROR_PREFIX)
     assert isinstance(exc, JudgeFailed)

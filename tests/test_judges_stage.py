@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import ComponentConfig
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import ComponentConfig
 from pipeline.judges.run import JudgmentRun, judgment_units
-from pipeline.question_driver import STATUS_FAILED, STATUS_OK, UnitResult, WorkItem
+from pipeline.kinds.resolve import resolve_config
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.readers.run import answer_units
-from pipeline.store import ResultStore
-from resources.llm import OpenAIChatClient
+from pipeline.run.stage import STATUS_FAILED, STATUS_OK, UnitResult, WorkItem
+from pipeline.store.results import ResultStore
 from tests.answer_fixtures import config, unit_row, write_canonical, write_results, write_stage
 from tests.fake_openai_server import FakeOpenAIServer, Fault
 from tests.judge_fixtures import MC_CHOICES, question

@@ -3,7 +3,7 @@
 - No import cycle among the project's modules (pipeline/, assets/, resources/).
 - Library code in pipeline/ imports neither Dagster nor resources/ nor assets/; the exceptions are the
   two entry points: pipeline/definitions.py, which the Dagster CLI and workspace.yaml load, and
-  pipeline/cli.py (``membench``), whose ``forget --yes`` asks the Dagster instance for live runs
+  pipeline/cli/main.py (``membench``), whose ``forget --yes`` asks the Dagster instance for live runs
   (inside the command: importing the CLI loads no Dagster, the last test).
 - Importing the library (a judge, the stage driver, the report) does not load Dagster at run time.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from tests.conftest import PROJECT_ROOT
 
 PACKAGES = ("pipeline", "assets", "resources")
-ENTRY_POINTS = {"pipeline.definitions", "pipeline.cli"}
+ENTRY_POINTS = {"pipeline.definitions", "pipeline.cli.main"}
 
 
 def _modules() -> dict[str, Path]:
@@ -122,8 +122,8 @@ def test_library_imports_no_dagster_and_no_upper_layer() -> None:
 
 def test_importing_the_library_does_not_load_dagster() -> None:
     code = (
-        "import sys, pipeline.judges.base, pipeline.question_driver, pipeline.report.build, pipeline.readers.run, "
-        "pipeline.memory.ingest, pipeline.cli; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "import sys, pipeline.judges.base, pipeline.run.stage, pipeline.report.build, pipeline.readers.run, "
+        "pipeline.memory.ingest, pipeline.cli.main; print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('dagster', 'resources', 'assets')))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)

@@ -12,12 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.cli import main
-from pipeline.leaderboard import build, text_report
+from pipeline.cli.main import main
 from pipeline.memory.base import MemoryUnit
 from pipeline.memory.checkpoint import Checkpoint, CheckpointState, checkpoint_path, save
 from pipeline.products.base import KIND_PRODUCT_SESSION
-from pipeline.store import ResultStore
+from pipeline.report.leaderboard import build, text_report
+from pipeline.store.results import ResultStore
 from tests.report_fixtures import build_full_store
 
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from pipeline.definitions import build_defs
 from pipeline.memory.checkpoint import MEMORY_STAGE_DIR
-from pipeline.store import CATALOG_MARK, STAGE_TABLES, ResultStore, write_parquet_atomic
+from pipeline.store.results import CATALOG_MARK, STAGE_TABLES, ResultStore, write_parquet_atomic
 from tests.dagster_fixtures import lme_sample_config, stage_run_metadata
 
 OLD, NEW = "config_hash", "unit_hash"

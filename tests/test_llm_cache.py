@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.llm_cache import ResponseCache, cache_key
+from pipeline.llm.cache import ResponseCache, cache_key
 
 MSGS = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
 PARAMS = {"temperature": 0.0, "max_tokens": 64}

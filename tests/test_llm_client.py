@@ -21,9 +21,11 @@ import dagster as dg
 import pytest
 import yaml
 
-from pipeline.config import BenchmarkConfig, DatasetConfig, LLMConfig
+from pipeline.config.model import BenchmarkConfig, DatasetConfig, LLMConfig
+from pipeline.llm.client import LLMConfigError, OpenAIChatClient
+from pipeline.llm.protocol import ChatRequest
 from resources.benchmark import BenchmarkResource
-from resources.llm import ChatRequest, LLMConfigError, LLMResource, OpenAIChatClient
+from resources.llm import LLMResource
 from tests.conftest import PROJECT_ROOT
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
 
@@ -58,7 +60,7 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """Retry waits the resource asked for; they return at once (no test waits on the clock)."""
     asked: list[float] = []
     fake_time = types.SimpleNamespace(sleep=asked.append, monotonic=time.monotonic)
-    monkeypatch.setattr("resources.llm.time", fake_time)
+    monkeypatch.setattr("pipeline.llm.client.time", fake_time)
     return asked
 
 

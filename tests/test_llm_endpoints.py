@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.config import BenchmarkConfig, ComponentConfig, LLMConfig, load_config
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import BenchmarkConfig, ComponentConfig, LLMConfig, load_config
 from pipeline.judges.run import JudgmentRun, judgment_units
 from pipeline.judges.select import judges_for
-from pipeline.ratelimit import Limits, RequestBudget
+from pipeline.kinds.resolve import resolve_config
+from pipeline.llm.client import ROLE_JUDGES, OpenAIChatClient, client_for
+from pipeline.llm.ratelimit import Limits, RequestBudget
 from pipeline.readers.run import answer_units
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 from resources.factory import build_resources
-from resources.llm import ROLE_JUDGES, OpenAIChatClient, client_for
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.llm_fixtures import llm, server
 from tests.test_ratelimit import FakeClock

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pipeline.llm_protocol import MalformedReply, backoff_delay, parse_completion, parse_retry_after, safe_url
+from pipeline.llm.protocol import MalformedReply, backoff_delay, parse_completion, parse_retry_after, safe_url
 
 
 class _Extreme(random.Random):

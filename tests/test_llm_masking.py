@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.llm_protocol import MASK, mask_secret
-from resources.llm import OpenAIChatClient
+from pipeline.llm.client import OpenAIChatClient
+from pipeline.llm.protocol import MASK, mask_secret
 
 KEY = "sk-proj-Q7hZ2mKx9TfW4bLp8RvN3cYd6Ja1Ue5G"
 

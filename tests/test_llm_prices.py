@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.llm_prices import ModelPrice, PriceTableError, cost_usd, load_prices
+from pipeline.llm.prices import ModelPrice, PriceTableError, cost_usd, load_prices
 
 PRICES = {
     "m": ModelPrice(input_per_1m=2.0, output_per_1m=10.0),

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_config
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import load_config
+from pipeline.kinds.resolve import resolve_config
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.readers.base import ReaderDeps, ReadInput
 from pipeline.readers.run import build_readers
-from resources.llm import OpenAIChatClient
 from tests.conftest import PROJECT_ROOT
 from tests.fake_openai_server import FakeOpenAIServer, running_fake_server
 from tests.judge_fixtures import lme, mc

@@ -18,14 +18,14 @@ import pytest
 
 import pipeline.datasets.locomo  # registers the loader
 import pipeline.datasets.longmemeval  # noqa: F401 - registers the loader
-from pipeline.config import DatasetConfig
+from pipeline.config.model import DatasetConfig
 from pipeline.datasets.convert import convert_dataset
 from pipeline.memory.base import RETRIEVALS_PAYLOAD
 from pipeline.metrics.retrieval import OUTCOME_EXCLUDED_NO_GOLD, OUTCOME_RETRIEVAL_FAILED, OUTCOME_SCORED
-from pipeline.question_driver import stage_schema
 from pipeline.report.retrieval_table import build_dataset_table, table_path
 from pipeline.report.sql import query_rows
-from pipeline.store import ResultStore
+from pipeline.run.stage import stage_schema
+from pipeline.store.results import ResultStore
 
 SAMPLES = Path(__file__).resolve().parents[1] / "pipeline" / "sample_data"
 OFFICIAL, REPAIRED = "evidence_recall_official_context", "evidence_recall_context"

@@ -1,4 +1,4 @@
-"""The run manifest and ``membench verify`` on a real run (pipeline/manifest.py, pipeline/verify.py).
+"""The run manifest and ``membench verify`` on a real run (pipeline/provenance/manifest.py and verify.py).
 
 One run of the real job (``dagster job execute -j full_benchmark`` in a subprocess, as a user types
 it) over the LongMemEval oracle sample sliced to 6 questions, with a RAG system whose top_k covers
@@ -21,12 +21,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipeline import manifest
-from pipeline.config_resolve import load_benchmark
-from pipeline.manifest import MANIFEST_JSON
-from pipeline.manifest_schema import FLAG_FULL_HAYSTACK, FLAG_SLICED
-from pipeline.releases import file_sha256
-from pipeline.store import ResultStore
+from pipeline.catalog.manifest import FLAG_FULL_HAYSTACK, FLAG_SLICED
+from pipeline.kinds.resolve import load_benchmark
+from pipeline.provenance import manifest
+from pipeline.provenance.manifest import MANIFEST_JSON
+from pipeline.provenance.releases import file_sha256
+from pipeline.store.results import ResultStore
 from tests.conftest import PROJECT_ROOT
 from tests.test_colliding_runs import _env as cli_env  # DAGSTER_HOME=<tmp>/home, offline, this config
 

@@ -1,4 +1,4 @@
-"""Integrity flags from a results folder with failures (pipeline/manifest.py integrity_flags).
+"""Integrity flags from a results folder with failures (pipeline/provenance/manifest.py integrity_flags).
 
 The report fixture store (tests/report_fixtures.py) has failed answers and judgments: the
 ``failed_questions`` flag must count exactly the questions ``progress`` marks failed, and a sliced
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.config import BenchmarkConfig, DatasetConfig
-from pipeline.manifest import failed_counts, hash_dataset_file, integrity_flags
-from pipeline.manifest_schema import FLAG_FAILED, FLAG_SLICED
+from pipeline.catalog.manifest import FLAG_FAILED, FLAG_SLICED
+from pipeline.config.model import BenchmarkConfig, DatasetConfig
+from pipeline.provenance.manifest import failed_counts, hash_dataset_file, integrity_flags
 from tests.report_fixtures import LOADERS, build_full_store
 
 

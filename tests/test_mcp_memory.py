@@ -13,15 +13,15 @@ from typing import Any
 import dagster as dg
 
 from pipeline.agentic.mcp.memory import NPM_SERVERS
-from pipeline.config import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig, load_config
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig, load_config
+from pipeline.kinds.resolve import resolve_config
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
 from pipeline.memory.retrieve import retrieval_results
-from pipeline.question_driver import UnitResult, WorkItem
-from pipeline.store import ResultStore
+from pipeline.run.stage import UnitResult, WorkItem
+from pipeline.store.results import ResultStore
 from resources.benchmark import BenchmarkResource
-from resources.llm import OpenAIChatClient
 from tests.dagster_fixtures import run_stages
 from tests.fake_openai_server import running_fake_server, tool_call
 from tests.memory_fixtures import DATASET, HAYSTACK, HAYSTACK_2, question, write_toy_dataset

@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import ComponentConfig
+from pipeline.config.model import ComponentConfig
 from pipeline.memory.checkpoint import checkpoint_path, load
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 from tests.memory_fixtures import DATASET, HAYSTACK, question, write_toy_dataset
 from tests.test_mcp_memory import DOG, OWN, OWN_SERVER, config, memory_files, run_stage
 
@@ -100,7 +100,7 @@ HANG_AT = 5  # session 0 has 4 turns: the server hangs on session 1's second tur
 CHILD = """
 import sys
 from pathlib import Path
-from pipeline.config import ComponentConfig
+from pipeline.config.model import ComponentConfig
 from tests.test_mcp_memory import DOG, config, run_stage
 from tests.test_mcp_transport_resume import killed_system
 row = run_stage(config(Path(sys.argv[1]), [killed_system()]), "ingestion", [DOG])["toy__q1/notes"]

@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # two turns, so every tie between them must be broken the same way in every process.
 _SCRIPT = r"""
 import datetime as dt, json
-from pipeline.corpus import HaystackSession
+from pipeline.store.corpus import HaystackSession
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.hybrid import HybridMemory
-from pipeline.records import QuestionRow, SessionRow, TurnRow
+from pipeline.core.records import QuestionRow, SessionRow, TurnRow
 
 NAMES = ["Alma", "Boris", "Cedric", "Dagny", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jonas"]
 sessions = []

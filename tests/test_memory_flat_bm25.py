@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.config import load_config
-from pipeline.config_resolve import load_benchmark
+from pipeline.config.model import load_config
 from pipeline.kinds.memory import MEMORY_SYSTEMS
+from pipeline.kinds.resolve import load_benchmark
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.flat_bm25 import KIND, FlatBm25Memory
 from pipeline.memory.okapi import OkapiIndex, argsort_order, tokenize

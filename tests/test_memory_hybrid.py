@@ -12,13 +12,13 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow, SessionRow, TurnRow
+from pipeline.core.tokens import count_tokens
 from pipeline.kinds.memory import MEMORY_SYSTEMS
 from pipeline.memory.base import Encoder, MemoryDeps, RetrievalResult
 from pipeline.memory.hybrid import RERANK_SKIPPED, HybridMemory
 from pipeline.memory.params import MemoryConfigError
-from pipeline.records import QuestionRow, SessionRow, TurnRow
-from pipeline.tokens import count_tokens
+from pipeline.store.corpus import HaystackSession
 from tests.memory_fixtures import encoder as pipeline_encoder
 
 HAY = "hybrid-toy"

@@ -21,10 +21,10 @@ import datetime as dt
 
 import pytest
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow, SessionRow, TurnRow
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.hybrid import HybridMemory
-from pipeline.records import QuestionRow, SessionRow, TurnRow
+from pipeline.store.corpus import HaystackSession
 from tests.memory_fixtures import encoder as pipeline_encoder
 
 SESSIONS: list[tuple[dt.datetime, list[str]]] = [

@@ -14,7 +14,8 @@ import datetime as dt
 
 import pytest
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import SessionRow, TurnRow
+from pipeline.core.tokens import count_tokens
 from pipeline.kinds.memory import MEMORY_SYSTEMS
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.locomo_full_context import (
@@ -23,8 +24,7 @@ from pipeline.memory.locomo_full_context import (
     LocomoFullContextMemory,
     question_prompt,
 )
-from pipeline.records import SessionRow, TurnRow
-from pipeline.tokens import count_tokens
+from pipeline.store.corpus import HaystackSession
 from tests.judge_fixtures import locomo
 
 CONVERSATION = [("d1", [("Ann", "a"), ("Ben", "b")]), ("d2", [("Ann", "c d"), ("Ben", "e"), ("Ann", "f")])]

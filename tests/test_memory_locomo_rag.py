@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.corpus import HaystackSession
 from pipeline.datasets.locomo import observation_json
 from pipeline.kinds.memory import MEMORY_SYSTEMS
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.locomo_rag import KIND, LocomoRagMemory, observation_ids
 from pipeline.memory.params import MemoryConfigError
 from pipeline.metrics.locomo_evidence import locomo_evidence_recall_official
+from pipeline.store.corpus import HaystackSession
 from tests.memory_fixtures import HAYSTACK, build_haystack, encoder, question
 
 OBSERVATIONS = [

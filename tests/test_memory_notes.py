@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import BenchmarkConfig, ComponentConfig, DatasetConfig
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfig
+from pipeline.kinds.resolve import resolve_config
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.checkpoint import load
 from pipeline.memory.ingest import MemoryRun, ingest_haystack, ingestion_results, units_for
@@ -16,9 +17,8 @@ from pipeline.memory.notes import NOTES_SYSTEM_PROMPT, NotesMemory, parse_notes
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.retrieve import retrieval_results
 from pipeline.memory.systems import SystemSpec
-from pipeline.question_driver import WorkItem
-from pipeline.store import ResultStore
-from resources.llm import OpenAIChatClient
+from pipeline.run.stage import WorkItem
+from pipeline.store.results import ResultStore
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
 from tests.memory_fixtures import (
     DATASET,

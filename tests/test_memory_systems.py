@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import BenchmarkConfig, ComponentConfig, DatasetConfig
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfig
+from pipeline.core.tokens import count_tokens
 from pipeline.kinds.memory import MEMORY_SYSTEMS
+from pipeline.kinds.resolve import resolve_config
 from pipeline.memory.base import Encoder, MemoryDeps, MemorySystem
 from pipeline.memory.context import session_header, truncate_to_tokens
 from pipeline.memory.full_context import FullContextMemory
@@ -16,8 +17,7 @@ from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.rag import RagMemory
 from pipeline.memory.summaries import NO_SUMMARIES, MissingSummaryError, SummariesMemory
 from pipeline.memory.systems import SystemSpec, filter_roles, system_specs
-from pipeline.registry import Registry, RegistryError
-from pipeline.tokens import count_tokens
+from pipeline.util.registry import Registry, RegistryError
 from tests.memory_fixtures import HAYSTACK, build_haystack, encoder, question
 
 

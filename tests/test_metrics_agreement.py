@@ -5,9 +5,9 @@ from __future__ import annotations
 import duckdb
 import pytest
 
+from pipeline.catalog.report import JUDGE_AGREEMENT_SQL, JUDGE_FAILURES_SQL, UNPARSEABLE_ERROR_PREFIX
 from pipeline.judges.base import UNPARSEABLE_ERROR_PREFIX as JUDGES_PREFIX
 from pipeline.metrics.agreement import cohen_kappa, cohen_kappa_counts
-from pipeline.report_views import JUDGE_AGREEMENT_SQL, JUDGE_FAILURES_SQL, UNPARSEABLE_ERROR_PREFIX
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.core.partitions import KeyRegistry
 from pipeline.datasets.base import RecordContext
 from pipeline.datasets.longmemeval import parse_record
 from pipeline.datasets.sessions import TurnSpec, build_session
@@ -38,7 +39,6 @@ from pipeline.metrics.retrieval import (
     recall_all_at_k,
     recall_any_at_k,
 )
-from pipeline.partitions import KeyRegistry
 from tests.official_figures import load_figures
 from tests.parity_inputs import RANKINGS, inputs_digest, is_lme_abstention_id, lme_rankings
 

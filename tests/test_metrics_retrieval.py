@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from pipeline.core.records import LEVEL_SESSION, EvidenceRow, TurnRow
 from pipeline.metrics.retrieval import (
     EVIDENCE_RECALL_CONTEXT,
     LEVEL_SESSION_DEDUP,
@@ -38,7 +39,6 @@ from pipeline.metrics.retrieval import (
     turn2session_ranking,
     turn_ranking,
 )
-from pipeline.records import LEVEL_SESSION, EvidenceRow, TurnRow
 
 L3 = math.log2(3)  # discount of 1-based rank 3 in LongMemEval's dcg()
 

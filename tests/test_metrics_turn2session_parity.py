@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.core.partitions import KeyRegistry
 from pipeline.datasets.base import RecordContext
 from pipeline.datasets.longmemeval import parse_record
 from pipeline.metrics.retrieval import (
@@ -36,7 +37,6 @@ from pipeline.metrics.retrieval import (
     recall_all_at_k,
     recall_any_at_k,
 )
-from pipeline.partitions import KeyRegistry
 
 pytestmark = pytest.mark.shared_data
 

@@ -1,4 +1,4 @@
-"""The official aggregate views (pipeline/official_views.py) on hand-built tables.
+"""The official aggregate views (pipeline/catalog/official.py) on hand-built tables.
 
 Every expected figure below is worked out by hand from the rows, following LongMemEval's
 ``print_qa_metrics.py`` and LoCoMo's ``evaluation_stats.py analyze_aggr_acc`` as described in the
@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipeline.official_views import (
+from pipeline.catalog.official import (
     LOCOMO_OFFICIAL_RECALL_SQL,
     lme_official_accuracy_sql,
     locomo_official_by_distance_sql,

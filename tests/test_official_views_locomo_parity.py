@@ -18,8 +18,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from pipeline.catalog.official import locomo_official_by_distance_sql, locomo_official_categories_sql
 from pipeline.datasets.locomo import load_locomo
-from pipeline.official_views import locomo_official_by_distance_sql, locomo_official_categories_sql
 
 pytestmark = pytest.mark.shared_data
 

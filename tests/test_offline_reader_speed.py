@@ -2,7 +2,7 @@
 embedded once by content across systems and questions, no worker pool for per-question calls.
 
 The fast path is ``encode_threads=1`` for the reader's span calls (marked
-``pipeline.embedding_cache.short_text_calls()``; resources/embeddings.py ENCODE_THREADS); before
+``pipeline.embeddings.cache.short_text_calls()``; resources/embeddings.py ENCODE_THREADS); before
 it, they ran with ``num_threads`` (all CPUs), as every other encode call still does. bf16 vectors
 move by ~1e-4 in cosine between thread counts, so the test checks that the predictions, not the
 vectors, are unchanged, on every question of the bundled samples with its whole haystack as context.
@@ -17,13 +17,14 @@ from typing import Any
 import pytest
 
 import resources.embeddings as embeddings_mod
-from pipeline.embedding_cache import lane_calls, short_text_calls
+from pipeline.core.records import QuestionRow
+from pipeline.embeddings.cache import lane_calls, short_text_calls
+from pipeline.embeddings.encoder import CachedEncoder
 from pipeline.kinds.readers import build_reader
 from pipeline.memory.base import RetrievalResult, RetrievedUnit
 from pipeline.readers.base import ReaderDeps, ReadInput
 from pipeline.readers.offline import split_turns, unit_pieces, unit_spans
-from pipeline.records import QuestionRow
-from resources.embeddings import CachedEncoder, EmbeddingResource
+from resources.embeddings import EmbeddingResource
 
 SAMPLES = Path(__file__).resolve().parent.parent / "pipeline" / "sample_data"
 

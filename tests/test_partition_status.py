@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
-from pipeline.config import load_config
+from pipeline.config.model import load_config
 from pipeline.definitions import build_defs, partition_keys
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 from resources.event_log import BATCH_SIZE_ENV, BatchingSqliteEventLogStorage
 from tests.conftest import PROJECT_ROOT
 from tests.dagster_fixtures import status_mismatches

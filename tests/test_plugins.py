@@ -17,12 +17,12 @@ import dagster as dg
 import pytest
 import yaml
 
-from pipeline.config import ConfigError, load_config
-from pipeline.config_resolve import check_config
+from pipeline.config.model import ConfigError, load_config
 from pipeline.definitions import build_defs
 from pipeline.kinds.memory import MEMORY_SYSTEMS
-from pipeline.plugins import GROUP_MEMORY_SYSTEMS
-from pipeline.store import ResultStore
+from pipeline.kinds.plugins import GROUP_MEMORY_SYSTEMS
+from pipeline.kinds.resolve import check_config
+from pipeline.store.results import ResultStore
 from tests.conftest import PROJECT_ROOT
 from tests.fake_openai_server import FakeOpenAIServer, running_fake_server
 

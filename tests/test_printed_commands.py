@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands import config_selection
-from pipeline.config import DEFAULT_CONFIG
+from pipeline.config.model import DEFAULT_CONFIG
+from pipeline.config.printed_commands import config_selection
 from tests.test_cli import run
 
 pytest_plugins = ["tests.test_cli"]  # the configs fixture (results with one failed answer)

@@ -16,13 +16,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.catalog_docs import column_doc
+from pipeline.catalog.docs import column_doc
 from pipeline.memory.base import MemoryUnit
 from pipeline.memory.checkpoint import Checkpoint, CheckpointState, checkpoint_path, save
 from pipeline.products.base import KIND_PRODUCT_SESSION
 from pipeline.report.build import collect
 from pipeline.report.html import render_dataset
-from pipeline.store import ResultStore, open_catalog
+from pipeline.store.results import ResultStore, open_catalog
 from tests.report_fixtures import build_full_store
 
 # (haystack, session, prompt tokens, completion tokens, upstream calls, cost, seconds)

@@ -27,8 +27,9 @@ import kuzu
 import pytest
 import yaml
 
-from pipeline.config import ComponentConfig, load_config
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import ComponentConfig, load_config
+from pipeline.kinds.resolve import resolve_config
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.checkpoint import load
 from pipeline.memory.ingest import IngestOutcome, MemoryRun, ingest_haystack, ingestion_results, units_for
@@ -37,9 +38,8 @@ from pipeline.memory.systems import SystemSpec
 from pipeline.products import base as product_base
 from pipeline.products.base import KIND_PRODUCT_SESSION
 from pipeline.products.graphiti_memory import KIND_GRAPH_DELTA, GraphitiMemory, GraphitiParams
-from pipeline.question_driver import WorkItem
-from pipeline.store import ResultStore
-from resources.llm import OpenAIChatClient
+from pipeline.run.stage import WorkItem
+from pipeline.store.results import ResultStore
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
 from tests.kind_worker import kill_9_then_rerun
 from tests.memory_fixtures import (

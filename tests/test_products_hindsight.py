@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ComponentConfig
+from pipeline.config.model import ComponentConfig
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.checkpoint import load
 from pipeline.memory.ingest import IngestOutcome, ingest_haystack
@@ -25,7 +26,6 @@ from pipeline.memory.systems import SystemSpec
 from pipeline.products import hindsight_server
 from pipeline.products.base import KIND_PRODUCT_SESSION
 from pipeline.products.hindsight_memory import HindsightMemory, HindsightParams
-from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
 from tests.kind_worker import kill_9_then_rerun
 from tests.memory_fixtures import HAYSTACK, SESSIONS, build_haystack, encoder, question

@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.config import ComponentConfig
+from pipeline.config.model import ComponentConfig
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.checkpoint import load
 from pipeline.memory.ingest import IngestOutcome, ingest_haystack
@@ -32,7 +33,6 @@ from pipeline.memory.systems import SystemSpec
 from pipeline.products import base as product_base
 from pipeline.products.base import KIND_PRODUCT_SESSION
 from pipeline.products.langmem_memory import TRACING_ENV, LangmemMemory, LangmemParams
-from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server, tool_call
 from tests.memory_fixtures import HAYSTACK, build_haystack, encoder, question
 from tests.product_fixtures import check_toy_stages, kill_during_session, missing_library_message, yaml_config

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ComponentConfig
+from pipeline.config.model import ComponentConfig
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.checkpoint import load
 from pipeline.memory.ingest import ingest_haystack
@@ -29,7 +30,6 @@ from pipeline.products import base as product_base
 from pipeline.products.base import KIND_PRODUCT_SESSION
 from pipeline.products.mem0_memory import Mem0Memory, Mem0Params
 from pipeline.report.retrieval_table import metric_rows
-from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server
 from tests.memory_fixtures import DATASET, HAYSTACK, build_haystack, encoder, question
 from tests.product_fixtures import check_toy_stages, kill_during_session, missing_library_message, yaml_config

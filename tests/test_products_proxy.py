@@ -19,6 +19,7 @@ import numpy as np
 import openai
 import pytest
 
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import Encoder
 from pipeline.products.proxy import (
     PHASE_INGESTION,
@@ -29,7 +30,6 @@ from pipeline.products.proxy import (
     chat_call,
     product_proxy,
 )
-from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer, Fault, running_fake_server, tool_call
 from tests.memory_fixtures import encoder
 

@@ -3,9 +3,9 @@ fake clock and a private LLM meter (counted, never slept)."""
 
 from __future__ import annotations
 
-from pipeline.llm_meter import Meter, MeterSnapshot
-from pipeline.llm_protocol import LLMReply
-from pipeline.progress import LOG_EVERY_S, Progress
+from pipeline.llm.meter import Meter, MeterSnapshot
+from pipeline.llm.protocol import LLMReply
+from pipeline.run.progress import LOG_EVERY_S, Progress
 
 
 class Clock:

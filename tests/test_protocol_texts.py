@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "third_party.md"
-JUDGES, PRESETS, TEXT = "pipeline.judges.llm_judges", "pipeline.readers.presets", "pipeline.judge_text"
+JUDGES, PRESETS, TEXT = "pipeline.judges.llm", "pipeline.readers.presets", "pipeline.metrics.lexical"
 
 PINNED: dict[tuple[str, str], str] = {
     (JUDGES, "LME_PROMPT_DEFAULT"): "fba020ba3d57982efdc9a937c1c01f897b789a608c7f88e60244121f6505e5bc",

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.llm_protocol import ChatRequest
-from pipeline.ratelimit import Limits, RequestBudget, booked, budget_path, reserve_tokens
-from resources.llm import OpenAIChatClient
+from pipeline.llm.client import OpenAIChatClient
+from pipeline.llm.protocol import ChatRequest
+from pipeline.llm.ratelimit import Limits, RequestBudget, booked, budget_path, reserve_tokens
 from tests.fake_openai_server import FakeOpenAIServer, Fault
 from tests.llm_fixtures import llm, server
 

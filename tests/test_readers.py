@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.kinds.readers import build_reader
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import Encoder, RetrievalResult, RetrievedUnit
 from pipeline.readers.base import (
     LABEL_LLM,
@@ -24,8 +25,7 @@ from pipeline.readers.prompts import (
     mc_prompt,
     parse_choice_index,
 )
-from pipeline.registry import RegistryError
-from resources.llm import OpenAIChatClient
+from pipeline.util.registry import RegistryError
 from tests.fake_openai_server import FakeOpenAIServer, Fault
 from tests.judge_fixtures import MC_CHOICES, lme, locomo, mc, question
 from tests.memory_fixtures import encoder as make_encoder

@@ -7,8 +7,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipeline.config import load_config
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import load_config
+from pipeline.kinds.resolve import resolve_config
 from pipeline.memory.systems import system_specs
 from resources.benchmark import BenchmarkResource
 from tests.answer_fixtures import retrieval_payload, unit_row, write_canonical, write_stage

@@ -8,6 +8,7 @@ import jinja2
 import pytest
 
 from pipeline.kinds.readers import build_reader
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import RetrievalResult, RetrievedUnit
 from pipeline.readers.base import ReaderConfigError, ReaderDeps, ReadInput
 from pipeline.readers.presets import (
@@ -25,7 +26,6 @@ from pipeline.readers.presets import (
     locomo_question,
     mem0_prompt,
 )
-from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.judge_fixtures import lme, locomo, question
 

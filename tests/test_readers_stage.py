@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import BenchmarkConfig, ComponentConfig
-from pipeline.config_resolve import resolve_config
+from pipeline.config.model import BenchmarkConfig, ComponentConfig
+from pipeline.kinds.resolve import resolve_config
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.memory.base import Encoder
-from pipeline.question_driver import STATUS_FAILED, STATUS_OK, WorkItem
 from pipeline.readers.base import ReaderConfigError, ReaderDeps
 from pipeline.readers.run import AnswerRun, answer_units, build_readers, needs
-from pipeline.store import ResultStore
-from resources.llm import OpenAIChatClient
+from pipeline.run.stage import STATUS_FAILED, STATUS_OK, WorkItem
+from pipeline.store.results import ResultStore
 from tests.answer_fixtures import (
     config,
     retrieval_payload,

@@ -21,7 +21,7 @@ import dagster as dg
 import pytest
 
 from assets.layout import reap_dead_runs
-from pipeline.config import load_config
+from pipeline.config.model import load_config
 from pipeline.definitions import partition_keys
 from tests.conftest import PROJECT_ROOT
 from tests.dagster_fixtures import lme_sample_config

@@ -1,4 +1,4 @@
-"""Dataset file hashes and the known-release table (pipeline/releases.py).
+"""Dataset file hashes and the known-release table (pipeline/provenance/releases.py).
 
 The records hash must not depend on record order, indentation, JSON vs JSON Lines or gzip; the
 file hash must. The table's figures are checked against the real copies they were computed from.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.releases import KNOWN_RELEASES, file_sha256, match_release, records_sha256
+from pipeline.provenance.releases import KNOWN_RELEASES, file_sha256, match_release, records_sha256
 
 RECORDS = [
     {"question_id": "q1", "answer": 3, "haystack_sessions": [[{"role": "user", "content": "hi"}]]},

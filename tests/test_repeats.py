@@ -10,13 +10,13 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipeline.config import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig
-from pipeline.config_resolve import resolve_config
+from pipeline.catalog.repeats import REPEAT_REPORT_SQL
+from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig
+from pipeline.kinds.resolve import resolve_config
+from pipeline.llm.client import OpenAIChatClient
 from pipeline.readers.base import ReaderDeps, ReadInput
-from pipeline.readers.llm_reader import LLMReader
+from pipeline.readers.llm import LLMReader
 from pipeline.readers.run import answer_units
-from pipeline.repeat_views import REPEAT_REPORT_SQL
-from resources.llm import OpenAIChatClient
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.judge_fixtures import locomo
 
@@ -100,9 +100,9 @@ def test_repeat_report_by_hand() -> None:
 
 
 def test_repeats_through_the_answers_stage(tmp_path: Path, server: FakeOpenAIServer, llm: OpenAIChatClient) -> None:
-    from pipeline.question_driver import STATUS_OK, WorkItem
     from pipeline.readers.run import AnswerRun, build_readers
-    from pipeline.store import ResultStore
+    from pipeline.run.stage import STATUS_OK, WorkItem
+    from pipeline.store.results import ResultStore
     from tests.answer_fixtures import config, retrieval_payload, system_hashes, unit_row, write_canonical, write_stage
     from tests.judge_fixtures import question
 
@@ -126,7 +126,7 @@ def test_repeats_through_the_answers_stage(tmp_path: Path, server: FakeOpenAISer
 
 def test_judge_repeats_units_seeds_and_view(tmp_path: Path, server: FakeOpenAIServer, llm: OpenAIChatClient) -> None:
     from pipeline.judges.base import JudgeContext, JudgeInput
-    from pipeline.judges.llm_judges import lme_official_llm_judge
+    from pipeline.judges.llm import lme_official_llm_judge
     from pipeline.judges.run import judgment_units
     from tests.judge_fixtures import lme
 
@@ -149,7 +149,7 @@ def test_judge_repeats_units_seeds_and_view(tmp_path: Path, server: FakeOpenAISe
     verdicts = (("f1", True), ("f1~2", False))
     rows = [("d", "d__q1", "q1", "1", "rag", "gpt", j, "m", "scored", c, float(c)) for j, c in verdicts]
     con.executemany("INSERT INTO judgment_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    from pipeline.repeat_views import repeat_report_sql
+    from pipeline.catalog.repeats import repeat_report_sql
 
     con.execute(repeat_report_sql("judge_repeat_report"))
     [r] = con.sql("SELECT * FROM judge_repeat_report").to_arrow_table().to_pylist()

@@ -20,13 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.reports import build_reports
-from pipeline.config import load_config
-from pipeline.judges.base import JUDGMENTS_PAYLOAD
-from pipeline.memory.base import RETRIEVALS_PAYLOAD
-from pipeline.metrics.stats import wilson_interval
-from pipeline.question_driver import stage_schema
-from pipeline.readers.base import ANSWERS_PAYLOAD
-from pipeline.records import (
+from pipeline.config.model import load_config
+from pipeline.core.records import (
     EVIDENCE_SCHEMA,
     LOAD_FAILURES_SCHEMA,
     QUESTIONS_SCHEMA,
@@ -37,9 +32,14 @@ from pipeline.records import (
     TurnRow,
     rows_to_table,
 )
+from pipeline.judges.base import JUDGMENTS_PAYLOAD
+from pipeline.memory.base import RETRIEVALS_PAYLOAD
+from pipeline.metrics.stats import wilson_interval
+from pipeline.readers.base import ANSWERS_PAYLOAD
 from pipeline.report.retrieval_table import table_path
 from pipeline.report.summary import summarize_for_cli
-from pipeline.store import ResultStore, open_catalog
+from pipeline.run.stage import stage_schema
+from pipeline.store.results import ResultStore, open_catalog
 from resources.factory import build_resources
 
 L3 = math.log2(3)

@@ -16,7 +16,7 @@ from pipeline.readers.base import ANSWERS_PAYLOAD
 from pipeline.report import html as report_html
 from pipeline.report.build import collect
 from pipeline.report.refresh import write_report_files
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 from tests.report_fixtures import build_full_store
 from tests.test_report import _answer, _judgment, _write_stage
 

@@ -15,7 +15,7 @@ import pytest
 from pipeline.report import refresh
 from pipeline.report.build import REPORT_HTML, RESULTS_JSON
 from pipeline.report.refresh import REPORT_INPUTS, build_report, refresh_report_files
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 from tests.report_fixtures import build_full_store
 
 

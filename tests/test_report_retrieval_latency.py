@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.catalog.report import ALL_TYPES
 from pipeline.report.html import latency_ms, retrieval_summary
-from pipeline.report_views import ALL_TYPES
 
 
 def _row(system: str, level: str, p50: float | None, p95: float | None, **kw: Any) -> dict[str, Any]:

@@ -15,14 +15,14 @@ import pyarrow as pa
 import pytest
 
 import pipeline.datasets.longmemeval  # noqa: F401 - registers the loader
-from pipeline.config import DatasetConfig
+from pipeline.config.model import DatasetConfig
 from pipeline.datasets.convert import convert_dataset
 from pipeline.memory.base import RETRIEVALS_PAYLOAD
 from pipeline.metrics.retrieval import OUTCOME_EXCLUDED_ABSTENTION, OUTCOME_EXCLUDED_NO_GOLD, OUTCOME_SCORED
-from pipeline.question_driver import stage_schema
 from pipeline.report.retrieval_table import build_dataset_table, load_gold
 from pipeline.report.sql import query_rows
-from pipeline.store import ResultStore
+from pipeline.run.stage import stage_schema
+from pipeline.store.results import ResultStore
 
 pytestmark = pytest.mark.shared_data
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline.catalog_docs import VIEW_DOCS, catalog_columns, column_doc, markdown
-from pipeline.config import PROJECT_ROOT
+from pipeline.catalog.docs import VIEW_DOCS, catalog_columns, column_doc, markdown
+from pipeline.config.model import PROJECT_ROOT
 from pipeline.metrics.stats import bootstrap_mean_ci, wilson_interval
-from pipeline.store import ResultStore, open_catalog
+from pipeline.store.results import ResultStore, open_catalog
 from tests.report_fixtures import F1_SCORES, build_full_store
 
 README = PROJECT_ROOT / "README.md"

@@ -16,11 +16,13 @@ import dagster as dg
 import pytest
 
 from pipeline.definitions import build_defs
-from pipeline.store import ResultStore
-from resources import embeddings as embeddings_module
+from pipeline.embeddings import model as embeddings_module
+from pipeline.embeddings.encoder import CachedEncoder
+from pipeline.llm.client import ROLE_JUDGES, ROLE_READER, OpenAIChatClient
+from pipeline.store.results import ResultStore
 from resources.benchmark import BenchmarkResource, ResultStoreResource
-from resources.embeddings import CachedEncoder, EmbeddingResource
-from resources.llm import ROLE_JUDGES, ROLE_READER, LLMResource, OpenAIChatClient
+from resources.embeddings import EmbeddingResource
+from resources.llm import LLMResource
 from tests.conftest import PROJECT_ROOT
 from tests.dagster_fixtures import lme_sample_config
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import BenchmarkConfig, DatasetConfig
+from pipeline.config.model import BenchmarkConfig, DatasetConfig
 from pipeline.metrics.retrieval import K_VALUES, metric_columns, score_ranking
 from pipeline.report.plots import ks_in
 from pipeline.report.retrieval_table import build_dataset_table, input_fingerprint, table_path
-from pipeline.store import ResultStore, open_catalog
+from pipeline.store.results import ResultStore, open_catalog
 from tests.test_report import build_store
 
 DS = (DatasetConfig(name="d", loader="locomo", path="x.json"),)

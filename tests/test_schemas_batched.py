@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.records import CANONICAL_SCHEMAS
-from pipeline.schemas import validate_table_file
+from pipeline.core.records import CANONICAL_SCHEMAS
+from pipeline.core.schemas import validate_table_file
 
 
 def _turns(n: int) -> list[dict[str, object]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import DatasetConfig
-from pipeline.records import LoadFailure, ParsedRecord
-from pipeline.slicing import sliced
+from pipeline.config.model import DatasetConfig
+from pipeline.core.records import LoadFailure, ParsedRecord
+from pipeline.datasets.slicing import sliced
 from tests.test_report import _q
 
 

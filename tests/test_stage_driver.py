@@ -6,9 +6,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipeline.config import load_config
-from pipeline.llm_protocol import UNREACHABLE_CONNECTION
-from pipeline.question_driver import QuestionStage, StageOutcome, UnitResult, UnitSpec, WorkItem, timed
+from pipeline.config.model import load_config
+from pipeline.llm.protocol import UNREACHABLE_CONNECTION
+from pipeline.run.stage import QuestionStage, StageOutcome, UnitResult, UnitSpec, WorkItem, timed
 from resources.benchmark import BenchmarkResource
 
 PAYLOAD = pa.schema([("value", pa.int64())])
@@ -215,10 +215,10 @@ def test_a_rerun_reads_the_index_not_every_file(setup: tuple[BenchmarkResource, 
 
 
 def test_compute_runs_with_fewer_young_collections(setup: tuple[BenchmarkResource, Path]) -> None:
-    """The stage's compute loop runs under pipeline.heap.fewer_collections; restored afterwards."""
+    """The stage's compute loop runs under pipeline.util.heap.fewer_collections; restored afterwards."""
     import gc
 
-    from pipeline.heap import YOUNG_COLLECTION_EVERY
+    from pipeline.util.heap import YOUNG_COLLECTION_EVERY
 
     res, _ = setup
     seen: list[int] = []

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from pipeline.store import ResultStore, open_catalog, write_parquet_atomic
+from pipeline.store.results import ResultStore, open_catalog, write_parquet_atomic
 
 
 def _questions(n: int) -> pa.Table:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 
 
 def _rows(n: int, label: str) -> pa.Table:

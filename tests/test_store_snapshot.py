@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.store import SNAPSHOT_TABLES, ResultStore
+from pipeline.store.results import SNAPSHOT_TABLES, ResultStore
 from tests.report_fixtures import build_full_store
 
 VIEWS = ("accuracy_report", "accuracy_by_type", "paired_comparisons", "progress_summary")

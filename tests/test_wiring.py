@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.catalog_docs import VIEW_DOCS
-from pipeline.report_views import REPORT_VIEWS
+from pipeline.catalog.docs import VIEW_DOCS
+from pipeline.catalog.report import REPORT_VIEWS
 from tests.conftest import PROJECT_ROOT
 from tests.report_fixtures import build_full_store
 
@@ -70,7 +70,7 @@ REQUIRED_PARAMS = {
 @pytest.fixture(scope="module")
 def every_kind_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample datasets, every built-in memory system, reader and judge, results in a complete folder."""
-    from pipeline.judges.kinds import BUILTIN_JUDGES
+    from pipeline.kinds.judges import BUILTIN_JUDGES
     from pipeline.kinds.memory import BUILTIN_MEMORY_SYSTEMS
     from pipeline.kinds.readers import BUILTIN_READERS
 
@@ -95,7 +95,7 @@ def every_kind_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def expected_views(every_kind_config: Path) -> list[str]:
     config = yaml.safe_load(every_kind_config.read_text())
-    from pipeline.store import ResultStore
+    from pipeline.store.results import ResultStore
 
     with ResultStore(results_dir=config["results_dir"]).connect() as con:
         views = sorted(r[0] for r in con.execute(VIEWS_SQL).fetchall())

@@ -38,12 +38,12 @@ from pipeline.agentic.loop import (
     run_tool_loop,
 )
 from pipeline.agentic.prompts import NO_RESULTS
-from pipeline.corpus import HaystackSession
-from pipeline.llm_protocol import ChatClient
+from pipeline.core.records import QuestionRow, SessionRow
+from pipeline.llm.protocol import ChatClient
 from pipeline.memory.base import Encoder, MemoryDeps, MemoryUnit, RetrievalResult, turn_unit_text
 from pipeline.memory.context import ORDER_TIME, format_date, ranked_result
 from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams, parse_params
-from pipeline.records import QuestionRow, SessionRow
+from pipeline.store.corpus import HaystackSession
 
 KIND = "agent"
 KIND_OP = "agent_op"  # MemoryUnit.kind of a logged tool call (role = the tool name)

@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.agentic.text_calls import tool_calls_in_text
-from pipeline.llm_cache import discard_reply
-from pipeline.llm_protocol import ChatClient, LLMReply
+from pipeline.llm.cache import discard_reply
+from pipeline.llm.protocol import ChatClient, LLMReply
+from pipeline.llm.text_calls import tool_calls_in_text
 
 CAP_MESSAGE = "error: the tool-call budget is used up; answer now with what you found"
 

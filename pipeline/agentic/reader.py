@@ -6,7 +6,7 @@ of its answer unit (``<system>/<reader>``: any kind, plugins included) and answe
 ``agent_trace`` (JSON: each LLM call's tool calls with query, k, unit ids, errors, and its tokens,
 latency and cache hit), ``tool_calls``, ``llm_calls`` and ``capped`` (the budget ran out, the
 answer was asked for without tools). The trace also keeps ``union`` (every unit retrieved, in
-first-seen order) and ``first_query`` (the first search's ranking): pipeline.agentic.metrics
+first-seen order) and ``first_query`` (the first search's ranking): pipeline.report.agentic
 scores both with the pinned retrieval metrics.
 
 A failure (LLM call failed, malformed call, too many bad calls, no answer after the cap, memory
@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from pipeline.agentic.loop import AgentLoopError, LoopResult, LoopSettings, run_tool_loop
 from pipeline.agentic.prompts import agentic_fingerprint, question_prompt, system_prompt
 from pipeline.agentic.search import SEARCH_TOOL, MemorySearch, MemoryUnavailable, search_tool
-from pipeline.config import BenchmarkConfig
+from pipeline.config.model import BenchmarkConfig
 from pipeline.memory.base import RetrievedUnit
 from pipeline.readers.base import (
     LABEL_LLM,
@@ -52,7 +52,7 @@ class AgenticReaderParams(ReaderParams):
     max_tool_errors: int = Field(default=3, ge=1)  # bad tool calls in a row before the unit fails
     default_k: int = Field(default=5, ge=1)  # search results when the model gives no k
     max_k: int = Field(default=20, ge=1)  # larger k are clipped
-    # read tool calls a server leaves in the text (llama-cpp-python's server; pipeline/agentic/text_calls.py)
+    # read tool calls a server leaves in the text (llama-cpp-python's server; pipeline/llm/text_calls.py)
     text_tool_calls: bool = False
     # the first step must search (tool_choice naming search_memory): for models that answer unseen
     first_search: bool = False

@@ -19,12 +19,12 @@ from typing import Any, Protocol
 
 from pipeline.agentic.loop import Tool, ToolInputError, ToolResult
 from pipeline.agentic.prompts import NO_RESULTS
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryDeps, MemorySystem, RetrievedUnit
 from pipeline.memory.ingest import MemoryRun
 from pipeline.memory.retrieve import open_memory
 from pipeline.memory.systems import MemoryBenchmark
-from pipeline.records import QuestionRow
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 
 SEARCH_TOOL = "search_memory"
 SEARCH_DESCRIPTION = (

@@ -29,8 +29,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.partitions import KeyRegistry, PartitionKeyCollision, partition_key
-from pipeline.records import LoadFailure, ParsedRecord, QualityIssue
+from pipeline.core.partitions import KeyRegistry, PartitionKeyCollision, partition_key
+from pipeline.core.records import LoadFailure, ParsedRecord, QualityIssue
 
 # a generator, not just an iterator: a conversion stopped early (limit, error) closes it (contextlib.closing)
 LoaderFn = Callable[[Path, str], Generator[ParsedRecord, None, None]]

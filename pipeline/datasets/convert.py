@@ -42,10 +42,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.config import PROJECT_ROOT, DatasetConfig
-from pipeline.datasets.base import LOADER_VERSION, DatasetFileError, KeyConflictFailure
-from pipeline.datasets.loaders import LOADERS
-from pipeline.records import (
+from pipeline.config.model import PROJECT_ROOT, DatasetConfig
+from pipeline.core.records import (
     CANONICAL_SCHEMAS,
     EvidenceRow,
     LoadFailure,
@@ -53,8 +51,10 @@ from pipeline.records import (
     QualityIssue,
     QuestionRow,
 )
-from pipeline.slicing import sliced
-from pipeline.store import ResultStore, write_parquet_atomic
+from pipeline.datasets.base import LOADER_VERSION, DatasetFileError, KeyConflictFailure
+from pipeline.datasets.loaders import LOADERS
+from pipeline.datasets.slicing import sliced
+from pipeline.store.results import ResultStore, write_parquet_atomic
 
 MANIFEST = "_manifest.json"
 DATASET_FAILURES_DIR = "dataset_failures"  # parquet/dataset_failures/<dataset>.parquet
@@ -340,7 +340,7 @@ def _swap_into_place(staging: Path, target: Path) -> None:
 def _limited(
     records: Iterator[ParsedRecord], writer: _CanonicalWriter, ds: DatasetConfig, log: Callable[[str], None]
 ) -> None:
-    """Write the dataset's slice (``limit`` / ``limit_per_type``, pipeline/slicing.py) of ``records``."""
+    """Write the dataset's slice (``limit`` / ``limit_per_type``, pipeline/datasets/slicing.py) of ``records``."""
     n = 0
     last = time.monotonic()
     for rec in sliced(records, ds.limit, ds.limit_per_type, ds.question_ids):

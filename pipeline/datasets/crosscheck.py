@@ -24,7 +24,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.config import DatasetConfig
+from pipeline.config.model import DatasetConfig
+from pipeline.core.families import FAMILY_LOCOMO, FAMILY_MC10, dataset_family
 from pipeline.datasets.categories import (
     ADVERSARIAL_CATEGORY,
     LOCOMO_CATEGORY_MAPPING,
@@ -32,8 +33,7 @@ from pipeline.datasets.categories import (
     locomo_type_name,
     mc10_unverified_name,
 )
-from pipeline.families import FAMILY_LOCOMO, FAMILY_MC10, dataset_family
-from pipeline.store import ResultStore, write_parquet_atomic
+from pipeline.store.results import ResultStore, write_parquet_atomic
 
 CROSSCHECK_TABLE = "mc10_crosscheck"
 

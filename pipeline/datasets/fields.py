@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pipeline.core.partitions import KeyRegistry
+from pipeline.core.records import ParsedRecord
 from pipeline.datasets.base import KeyConflict, RecordContext, RecordError
 from pipeline.datasets.sources import UnreadableRecord
-from pipeline.partitions import KeyRegistry
-from pipeline.records import ParsedRecord
 
 Kinds = type | tuple[type, ...]
 

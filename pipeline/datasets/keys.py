@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.config import PROJECT_ROOT, BenchmarkConfig, DatasetConfig
+from pipeline.config.model import PROJECT_ROOT, BenchmarkConfig, DatasetConfig
 from pipeline.datasets.base import DatasetFileError
 from pipeline.datasets.convert import _source_manifest, _stored_keys, _up_to_date
 from pipeline.datasets.loaders import LOADERS
-from pipeline.slicing import sliced
+from pipeline.datasets.slicing import sliced
 
 KEYS_DIR = ".keys"
 

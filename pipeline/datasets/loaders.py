@@ -10,7 +10,7 @@ from pipeline.datasets.base import LoaderFn
 from pipeline.datasets.locomo import load_locomo
 from pipeline.datasets.locomo_mc10 import load_locomo_mc10
 from pipeline.datasets.longmemeval import load_longmemeval
-from pipeline.registry import Registry
+from pipeline.util.registry import Registry
 
 LOADERS: Registry[LoaderFn] = Registry.of(
     "dataset loader",

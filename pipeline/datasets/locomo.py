@@ -28,15 +28,8 @@ from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pipeline.datasets.base import KeyConflict, RecordContext, RecordError, unknown_id
-from pipeline.datasets.categories import ADVERSARIAL_CATEGORY, LOCOMO_CATEGORY_NAMES
-from pipeline.datasets.dates import parse_locomo_datetime
-from pipeline.datasets.fields import answer_text, as_object, check_type, optional, required, string_list
-from pipeline.datasets.locomo_evidence import normalize_id, split_evidence
-from pipeline.datasets.sessions import TurnSpec, build_session
-from pipeline.datasets.sources import iter_json_array
-from pipeline.partitions import KeyRegistry
-from pipeline.records import (
+from pipeline.core.partitions import KeyRegistry
+from pipeline.core.records import (
     LEVEL_SESSION,
     LEVEL_TURN,
     EvidenceRow,
@@ -46,6 +39,13 @@ from pipeline.records import (
     SessionWithTurns,
     TurnRow,
 )
+from pipeline.datasets.base import KeyConflict, RecordContext, RecordError, unknown_id
+from pipeline.datasets.categories import ADVERSARIAL_CATEGORY, LOCOMO_CATEGORY_NAMES
+from pipeline.datasets.dates import parse_locomo_datetime
+from pipeline.datasets.fields import answer_text, as_object, check_type, optional, required, string_list
+from pipeline.datasets.locomo_evidence import normalize_id, split_evidence
+from pipeline.datasets.sessions import TurnSpec, build_session
+from pipeline.datasets.sources import iter_json_array
 
 _SESSION = re.compile(r"^session_(\d+)$")
 _DATE = re.compile(r"^session_(\d+)_date_time$")

@@ -20,6 +20,8 @@ from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.partitions import KeyRegistry
+from pipeline.core.records import HaystackRow, ParsedRecord, QuestionRow, SessionWithTurns
 from pipeline.datasets.base import RecordContext, RecordError, unknown_id
 from pipeline.datasets.categories import MC10_ADVERSARIAL_LABEL, mc10_unverified_name
 from pipeline.datasets.dates import parse_iso_datetime
@@ -35,8 +37,6 @@ from pipeline.datasets.fields import (
 )
 from pipeline.datasets.sessions import TurnSpec, build_session, haystack_key
 from pipeline.datasets.sources import iter_records_auto
-from pipeline.partitions import KeyRegistry
-from pipeline.records import HaystackRow, ParsedRecord, QuestionRow, SessionWithTurns
 
 EXPECTED_CHOICES = 10
 ROLES = ("user", "assistant")

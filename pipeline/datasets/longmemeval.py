@@ -23,6 +23,17 @@ from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.families import is_abstention_id
+from pipeline.core.partitions import KeyRegistry
+from pipeline.core.records import (
+    LEVEL_SESSION,
+    LEVEL_TURN,
+    EvidenceRow,
+    HaystackRow,
+    ParsedRecord,
+    QuestionRow,
+    SessionWithTurns,
+)
 from pipeline.datasets.base import RecordContext, RecordError, unknown_id
 from pipeline.datasets.dates import parse_longmemeval_datetime
 from pipeline.datasets.fields import (
@@ -37,17 +48,6 @@ from pipeline.datasets.fields import (
 )
 from pipeline.datasets.sessions import TurnSpec, build_session
 from pipeline.datasets.sources import iter_json_array
-from pipeline.families import is_abstention_id
-from pipeline.partitions import KeyRegistry
-from pipeline.records import (
-    LEVEL_SESSION,
-    LEVEL_TURN,
-    EvidenceRow,
-    HaystackRow,
-    ParsedRecord,
-    QuestionRow,
-    SessionWithTurns,
-)
 
 ROLES = frozenset({"user", "assistant"})
 

@@ -16,7 +16,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from pipeline.records import SessionRow, SessionWithTurns, TurnRow
+from pipeline.core.records import SessionRow, SessionWithTurns, TurnRow
 
 KEY_HEX = 16
 

@@ -25,8 +25,9 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, create_model
 
-from pipeline.families import FAMILY_LOCOMO, FAMILY_LONGMEMEVAL, FAMILY_MC10, UnknownFamilyError, dataset_family
-from pipeline.judge_metrics import (  # noqa: F401 - the pinned names, re-exported for every judge module
+from pipeline.core.families import FAMILY_LOCOMO, FAMILY_LONGMEMEVAL, FAMILY_MC10, UnknownFamilyError, dataset_family
+from pipeline.core.records import QuestionRow
+from pipeline.metrics.aggregates import (  # noqa: F401 - the pinned names, re-exported for every judge module
     AGG_ACCURACY,
     AGG_MEAN_SCORE,
     METRIC_LME_CONTAINS_NORMALIZED,
@@ -41,9 +42,8 @@ from pipeline.judge_metrics import (  # noqa: F401 - the pinned names, re-export
     METRIC_MEM0_LOCOMO_JUDGE_STRICT,
 )
 from pipeline.readers.base import LLMClient
-from pipeline.records import QuestionRow
 
-# dataset kinds = dataset families of the loaders (one rule: pipeline.families)
+# dataset kinds = dataset families of the loaders (one rule: pipeline.core.families)
 KIND_MC10 = FAMILY_MC10
 KIND_LOCOMO = FAMILY_LOCOMO
 KIND_LONGMEMEVAL = FAMILY_LONGMEMEVAL
@@ -67,7 +67,7 @@ class UnparseableVerdict(JudgeFailed):
     """The judge LLM answered, but its reply holds no verdict (e.g. "Maybe"); never cached."""
 
 
-# how a stored judgment error starts when its reply held no verdict (pipeline.question_driver.timed stores
+# how a stored judgment error starts when its reply held no verdict (pipeline.run.stage.timed stores
 # "<exception class>: <message>"); the report counts these rows (n_unparseable_verdict)
 UNPARSEABLE_ERROR_PREFIX = f"{UnparseableVerdict.__name__}:"
 
@@ -139,7 +139,7 @@ def judge_params_model(spec: JudgeSpec) -> type[BaseModel]:
 
 
 def dataset_kind(loader: str) -> str:
-    """Dataset kind from the configured loader name (pipeline.families.dataset_family)."""
+    """Dataset kind from the configured loader name (pipeline.core.families.dataset_family)."""
     try:
         return dataset_family(loader)
     except UnknownFamilyError as exc:

@@ -1,12 +1,12 @@
 """``lme_contains_normalized``: an offline, lexical LongMemEval judge (NOT the official one).
 
 Why a distinct name: the official LongMemEval metric is an LLM judge (``lme_official_llm_judge``,
-pipeline/judges/llm_judges.py). This one only lets the pipeline produce a score without an LLM;
+pipeline/judges/llm.py). This one only lets the pipeline produce a score without an LLM;
 its numbers are not comparable with published LongMemEval accuracies.
 
 Definition (pinned), routed in this order:
 1. abstention question (question_id ends with "_abs"): correct iff the prediction contains one of
-   ``ABSTENTION_PHRASES`` (pipeline/judge_text.py);
+   ``ABSTENTION_PHRASES`` (pipeline/metrics/lexical.py);
 2. single-session-preference: not applicable (the gold is a rubric, not an answer string):
    ``correct`` = null, excluded from accuracy;
 3. otherwise: correct iff the normalised gold (lower-case, punctuation removed, articles
@@ -15,8 +15,8 @@ Definition (pinned), routed in this order:
 
 from __future__ import annotations
 
-from pipeline.families import is_abstention_id
-from pipeline.judge_text import ABSTENTION_PHRASES, normalize_plain, says_not_available
+from pipeline.core.families import is_abstention_id
+from pipeline.core.records import QuestionRow
 from pipeline.judges.base import (
     AGG_ACCURACY,
     KIND_LONGMEMEVAL,
@@ -27,7 +27,7 @@ from pipeline.judges.base import (
     Verdict,
     text_fingerprint,
 )
-from pipeline.records import QuestionRow
+from pipeline.metrics.lexical import ABSTENTION_PHRASES, normalize_plain, says_not_available
 
 TYPE_PREFERENCE = "single-session-preference"
 

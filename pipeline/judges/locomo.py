@@ -30,7 +30,7 @@ from typing import Any
 
 import regex
 
-from pipeline.judge_text import LOCOMO_NOT_AVAILABLE, STOP_WORDS, keywords
+from pipeline.core.records import QuestionRow
 from pipeline.judges.base import (
     AGG_ACCURACY,
     AGG_MEAN_SCORE,
@@ -44,7 +44,7 @@ from pipeline.judges.base import (
     Verdict,
     text_fingerprint,
 )
-from pipeline.records import QuestionRow
+from pipeline.metrics.lexical import LOCOMO_NOT_AVAILABLE, STOP_WORDS, keywords
 
 CATEGORIES = ("1", "2", "3", "4", "5")
 CAT_MULTI_HOP = "1"

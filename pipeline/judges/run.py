@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from pipeline.corpus import Corpus
+from pipeline.core.records import QuestionRow
 from pipeline.judges.base import (
     BoundJudge,
     JudgeContext,
@@ -26,12 +26,12 @@ from pipeline.judges.base import (
     dataset_kind,
 )
 from pipeline.judges.select import JudgeBenchmark, judges_for
-from pipeline.parallel import parallel_map
-from pipeline.question_driver import UnitResult, UnitSpec, WorkItem, timed
 from pipeline.readers.base import LLMClient
 from pipeline.readers.run import answer_units, guarded, repeat_unit, rows_by_unit, upstream_error
-from pipeline.records import QuestionRow
-from pipeline.store import ResultStore
+from pipeline.run.stage import UnitResult, UnitSpec, WorkItem, timed
+from pipeline.store.corpus import Corpus
+from pipeline.store.results import ResultStore
+from pipeline.util.parallel import parallel_map
 
 ANSWERS = "answers"
 Log = Callable[[str], None]

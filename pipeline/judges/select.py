@@ -1,19 +1,19 @@
 """Which judges run on a dataset, bound to the run's judge LLM (the benchmark resolved at load).
 
 Why a module above pipeline/judges/base.py: choosing judges needs the resolved benchmark
-(pipeline/specs.py, built by pipeline/config_resolve.py and passed down), and the resolver needs
-the judge registry (pipeline/judges/kinds.py); this module imports neither the resolver nor the
+(pipeline/config/specs.py, built by pipeline/kinds/resolve.py and passed down), and the resolver needs
+the judge registry (pipeline/kinds/judges.py); this module imports neither the resolver nor the
 registry: every judge it binds, configured or default, arrives resolved in the benchmark.
 """
 
 from __future__ import annotations
 
+from pipeline.config.specs import Benchmark, ComponentSpec
 from pipeline.judges.base import DEFAULT_JUDGES, BoundJudge, JudgeConfigError, JudgeSpec
 from pipeline.memory.base import MemorySystem
 from pipeline.readers.base import LLMClient, Reader
-from pipeline.specs import Benchmark, ComponentSpec
 
-# the resolved benchmark as the judges see it: every section known (pipeline/specs.py)
+# the resolved benchmark as the judges see it: every section known (pipeline/config/specs.py)
 JudgeBenchmark = Benchmark[type[MemorySystem], type[Reader], JudgeSpec]
 
 

@@ -23,7 +23,7 @@ from pipeline.memory import (
 from pipeline.memory.base import MemorySystem
 from pipeline.memory.hybrid import HybridMemory
 from pipeline.products import graphiti_memory, hindsight_memory, langmem_memory, mem0_memory
-from pipeline.registry import Registry
+from pipeline.util.registry import Registry
 
 BUILTIN_MEMORY_SYSTEMS: Mapping[str, type[MemorySystem]] = {
     full_context.KIND: full_context.FullContextMemory,

@@ -12,9 +12,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from pipeline.agentic import reader as agentic_reader
-from pipeline.readers import llm_reader, offline
+from pipeline.readers import llm as llm_reader
+from pipeline.readers import offline
 from pipeline.readers.base import Reader, ReaderDeps
-from pipeline.registry import Registry
+from pipeline.util.registry import Registry
 
 BUILTIN_READERS: Mapping[str, type[Reader]] = {
     llm_reader.KIND: llm_reader.LLMReader,

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow, TurnRow
 from pipeline.memory.params import ParamsInput
-from pipeline.records import QuestionRow, TurnRow
+from pipeline.store.corpus import HaystackSession
 
 
 @dataclass(frozen=True)

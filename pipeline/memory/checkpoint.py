@@ -23,9 +23,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.core.partitions import sanitize
 from pipeline.memory.base import MemoryUnit
-from pipeline.partitions import sanitize
-from pipeline.store import PARTITION_COMPRESSION, ResultStore, write_parquet_atomic
+from pipeline.store.results import PARTITION_COMPRESSION, ResultStore, write_parquet_atomic
 
 MEMORY_STAGE_DIR = "memory"
 _META_KEY = b"membench.memory_checkpoint"

@@ -3,7 +3,7 @@
 Why one module: every memory system must present its units the same way (session date first, so
 temporal questions are answerable) and must count what a budget cut away, or two systems'
 answers would differ by formatting rather than by memory. Token counts use the pinned
-``regex_word_punct`` definition (pipeline.tokens); it is additive over pieces joined by
+``regex_word_punct`` definition (pipeline.core.tokens); it is additive over pieces joined by
 whitespace, which lets the budget be applied piece by piece and still match the final count.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pipeline.core.tokens import count_tokens
 from pipeline.memory.base import MemoryUnit, RetrievalResult, RetrievedUnit
-from pipeline.tokens import count_tokens
 
 ORDER_TIME: Final = "time"  # grouped by session, oldest first (how a conversation reads)
 ORDER_RANK: Final = "rank"  # best match first, each unit prefixed with its session and date

@@ -14,10 +14,10 @@ from dataclasses import replace
 
 from pydantic import Field
 
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import RetrievalResult
 from pipeline.memory.flat_corpus import FlatMemory, FlatParams
 from pipeline.memory.okapi import EPSILON, K1, B, OkapiIndex, argsort_order, tokenize
-from pipeline.records import QuestionRow
 
 KIND = "flat_bm25"
 PROTOCOL = "LongMemEval src/retrieval/run_retrieval.py flat-bm25 (rank_bm25 0.2.2 BM25Okapi, split(' ') tokens)"

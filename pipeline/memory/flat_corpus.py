@@ -20,12 +20,12 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, ranked_result
 from pipeline.memory.params import ParamsInput, SystemParams, parse_params
 from pipeline.memory.units import KIND_SESSION, KIND_TURN
-from pipeline.records import QuestionRow
+from pipeline.store.corpus import HaystackSession
 
 GRANULARITY_TURN: Final = "turn"
 GRANULARITY_SESSION: Final = "session"

@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from pipeline.embedding_spec import hub_offline, resolve_model
+from pipeline.embeddings.spec import hub_offline, resolve_model
 from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.flat_corpus import FlatMemory, FlatParams
 from pipeline.memory.params import MemoryConfigError, ParamsInput

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.partitions import KeyRegistry
+from pipeline.core.records import ParsedRecord, QuestionRow
 from pipeline.datasets.base import RecordContext
 from pipeline.datasets.longmemeval import parse_record
 from pipeline.datasets.sources import iter_json_array
@@ -37,8 +38,7 @@ from pipeline.metrics.retrieval import (
     recall_all_at_k,
     recall_any_at_k,
 )
-from pipeline.partitions import KeyRegistry
-from pipeline.records import ParsedRecord, QuestionRow
+from pipeline.store.corpus import HaystackSession
 
 METRICS = {RECALL_ANY: recall_any_at_k, RECALL_ALL: recall_all_at_k, NDCG_ANY: ndcg_any_at_k}
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
+from pipeline.core.tokens import TOKEN_COUNT_DEFINITION, count_tokens
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, fit_budget, render, retrieved
 from pipeline.memory.params import ParamsInput, SystemParams, parse_params
 from pipeline.memory.units import turn_units
-from pipeline.records import QuestionRow
-from pipeline.tokens import TOKEN_COUNT_DEFINITION, count_tokens
+from pipeline.store.corpus import HaystackSession
 
 KIND = "full_context"
 

@@ -14,7 +14,7 @@ Design (seed 003, Hindsight-style): for each question
 4. the fused top ``rerank_top_n`` are reranked by a cross-encoder when one is configured by local
    path, otherwise the stage is skipped and ``notes['rerank']`` says so;
 5. the top ``top_k`` units are returned with every channel's score, and the context handed to the
-   reader is cut to ``token_budget`` tokens (pinned count, pipeline.tokens), the cut counted.
+   reader is cut to ``token_budget`` tokens (pinned count, pipeline.core.tokens), the cut counted.
 
 Memory is built by ``ingest_session`` in time order; ``restore`` replays persisted turn units.
 
@@ -46,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
+from pipeline.core.tokens import count_tokens
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult, RetrievedUnit
 from pipeline.memory.channels.entities import extract_entities
 from pipeline.memory.channels.fusion import rank_items, ranking_from_array, rrf
@@ -59,8 +60,7 @@ from pipeline.memory.hybrid_params import CHANNELS, HybridParams
 from pipeline.memory.params import MemoryConfigError, ParamsInput, parse_params
 from pipeline.memory.rerank import CrossEncoderReranker
 from pipeline.memory.units import KIND_SESSION, KIND_TURN, turn_units
-from pipeline.records import QuestionRow
-from pipeline.tokens import count_tokens
+from pipeline.store.corpus import HaystackSession
 
 RERANK_SKIPPED = "skipped: no cross-encoder configured"
 

@@ -21,8 +21,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pipeline.corpus import Corpus, HaystackSession
-from pipeline.filelock import file_lock
 from pipeline.memory.base import MemoryDeps, MemorySystem, MemoryUnit
 from pipeline.memory.checkpoint import (
     Checkpoint,
@@ -33,9 +31,11 @@ from pipeline.memory.checkpoint import (
     save,
 )
 from pipeline.memory.systems import MemoryBenchmark, SystemSpec, checkpoint_every, filter_roles, system_specs
-from pipeline.parallel import parallel_map
-from pipeline.question_driver import STATUS_FAILED, STATUS_OK, UnitResult, UnitSpec, WorkItem
-from pipeline.store import ResultStore
+from pipeline.run.stage import STATUS_FAILED, STATUS_OK, UnitResult, UnitSpec, WorkItem
+from pipeline.store.corpus import Corpus, HaystackSession
+from pipeline.store.results import ResultStore
+from pipeline.util.filelock import file_lock
+from pipeline.util.parallel import parallel_map
 
 Log = Callable[[str], None]
 

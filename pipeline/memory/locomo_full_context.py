@@ -15,7 +15,7 @@ the reader is the start prompt naming both speakers followed by those sessions; 
 the tokens of the batch question prompt holding this question (category 2 and 5 forms as the
 official reader asks them) plus those of the start prompt.
 
-Deviations, on purpose: tokens are membench's pinned count (pipeline.tokens), not tiktoken (its
+Deviations, on purpose: tokens are membench's pinned count (pipeline.core.tokens), not tiktoken (its
 encodings are downloaded at run time); the speakers of the start prompt are named in order of
 first appearance (the official code takes a Python ``set``, whose order varies between runs); one
 question is sized at a time (``batch_size`` scales only the answer allowance); image captions are
@@ -29,13 +29,13 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
+from pipeline.core.tokens import TOKEN_COUNT_DEFINITION, count_tokens
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import retrieved
 from pipeline.memory.params import ParamsInput, SystemParams, parse_params
 from pipeline.memory.units import KIND_SESSION, KIND_TURN
-from pipeline.records import QuestionRow
-from pipeline.tokens import TOKEN_COUNT_DEFINITION, count_tokens
+from pipeline.store.corpus import HaystackSession
 
 KIND = "locomo_full_context"
 PER_QA_TOKEN_BUDGET = 50  # evaluate_gpts.py: tokens kept free per question for its answer

@@ -31,14 +31,14 @@ from typing import Final, Literal
 import numpy as np
 from pydantic import Field
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
+from pipeline.core.tokens import count_tokens
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import retrieved
 from pipeline.memory.params import ParamsInput, SystemParams, parse_params
 from pipeline.memory.units import KIND_NOTE, KIND_SESSION, KIND_SUMMARY, KIND_TURN
 from pipeline.memory.vector import require_encoder
-from pipeline.records import QuestionRow
-from pipeline.tokens import count_tokens
+from pipeline.store.corpus import HaystackSession
 
 KIND = "locomo_rag"
 MODE_DIALOG: Final = "dialog"

@@ -18,14 +18,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from pipeline.corpus import HaystackSession
-from pipeline.llm_protocol import ChatClient
+from pipeline.core.records import QuestionRow, TurnRow
+from pipeline.llm.protocol import ChatClient
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, format_date, ranked_result
 from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams
 from pipeline.memory.units import KIND_NOTE
 from pipeline.memory.vector import VectorMemory
-from pipeline.records import QuestionRow, TurnRow
+from pipeline.store.corpus import HaystackSession
 
 KIND = "notes"
 

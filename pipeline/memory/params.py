@@ -32,7 +32,7 @@ def parse_params(model: type[P], params: ParamsInput, kind: str) -> P:
     """``params`` validated with ``model``; an instance of ``model`` is returned as is.
 
     Why the pass-through: a config's params are parsed once, when the config is resolved
-    (pipeline/config_resolve.py), and the parsed model is what systems are built with; parsing
+    (pipeline/kinds/resolve.py), and the parsed model is what systems are built with; parsing
     it again in every constructor would be the repeated work the resolver exists to remove.
     """
     if isinstance(params, model):

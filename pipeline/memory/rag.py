@@ -14,13 +14,13 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, ranked_result
 from pipeline.memory.params import SystemParams
 from pipeline.memory.units import KIND_SESSION, chunk_turns, session_unit, turn_units
 from pipeline.memory.vector import VectorMemory
-from pipeline.records import QuestionRow
+from pipeline.store.corpus import HaystackSession
 
 KIND = "rag"
 GRANULARITY_TURN: Final = "turn"

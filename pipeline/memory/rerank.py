@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.embedding_spec import hub_offline
+from pipeline.embeddings.spec import hub_offline
 from pipeline.memory.params import MemoryConfigError
 
 

@@ -17,13 +17,13 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
 
+from pipeline.core.records import QuestionRow
+from pipeline.core.tokens import count_tokens
 from pipeline.memory.base import MemorySystem, RetrievalResult
 from pipeline.memory.checkpoint import load
 from pipeline.memory.ingest import MemoryRun, haystack_groups
 from pipeline.memory.systems import SystemSpec, uses_encoder
-from pipeline.question_driver import STATUS_FAILED, UnitResult, UnitSpec, WorkItem, timed
-from pipeline.records import QuestionRow
-from pipeline.tokens import count_tokens
+from pipeline.run.stage import STATUS_FAILED, UnitResult, UnitSpec, WorkItem, timed
 
 
 class RetrievalContractError(ValueError):

@@ -14,13 +14,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, ranked_result
 from pipeline.memory.params import SystemParams
 from pipeline.memory.units import KIND_SUMMARY
 from pipeline.memory.vector import VectorMemory
-from pipeline.records import QuestionRow
+from pipeline.store.corpus import HaystackSession
 
 KIND = "summaries"
 NO_SUMMARIES = "dataset has no session summaries"

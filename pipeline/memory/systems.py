@@ -14,15 +14,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.config import BenchmarkConfig, ComponentConfig
-from pipeline.corpus import HaystackSession
-from pipeline.embedding_spec import embedding_variant
+from pipeline.config.model import BenchmarkConfig, ComponentConfig
+from pipeline.config.specs import SECTION_MEMORY_SYSTEMS, Benchmark, ComponentSpec
+from pipeline.embeddings.spec import embedding_variant
 from pipeline.memory.base import MemoryDeps, MemorySystem
 from pipeline.memory.params import MemoryConfigError, parse_params
-from pipeline.question_driver import UnitSpec
-from pipeline.specs import SECTION_MEMORY_SYSTEMS, Benchmark, ComponentSpec
+from pipeline.run.stage import UnitSpec
+from pipeline.store.corpus import HaystackSession
 
-# the resolved benchmark as the memory layer sees it (pipeline/specs.py; readers and judges unknown here)
+# the resolved benchmark as the memory layer sees it (pipeline/config/specs.py; readers and judges unknown here)
 MemoryBenchmark = Benchmark[type[MemorySystem], Any, Any]
 
 

@@ -7,10 +7,10 @@ the same way.
 
 from __future__ import annotations
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import TurnRow
+from pipeline.core.tokens import count_tokens
 from pipeline.memory.base import MemoryUnit, turn_unit_text
-from pipeline.records import TurnRow
-from pipeline.tokens import count_tokens
+from pipeline.store.corpus import HaystackSession
 
 KIND_TURN = "turn"
 KIND_SESSION = "session"

@@ -49,8 +49,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from pipeline.families import is_abstention_id, is_longmemeval
-from pipeline.records import LEVEL_SESSION, LEVEL_TURN, EvidenceRow
+from pipeline.core.families import is_abstention_id, is_longmemeval
+from pipeline.core.records import LEVEL_SESSION, LEVEL_TURN, EvidenceRow
 
 K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
 LEVEL_SESSION_DEDUP = "session_dedup"
@@ -401,7 +401,7 @@ def lme_gold(
 
 
 def gold_protocol(loader: str) -> str:
-    """Which gold derivation a dataset uses, by its loader's family (pipeline.families)."""
+    """Which gold derivation a dataset uses, by its loader's family (pipeline.core.families)."""
     return PROTOCOL_LONGMEMEVAL if is_longmemeval(loader) else PROTOCOL_EVIDENCE
 
 

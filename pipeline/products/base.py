@@ -34,14 +34,14 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.checkpoint import file_safe
 from pipeline.memory.context import format_date
 from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams, parse_params
 from pipeline.products.proxy import PHASE_INGESTION, PHASE_SEARCH, EndpointOptions, Meter, product_proxy
 from pipeline.products.state import StateDir, StateUntrusted
-from pipeline.records import QuestionRow
+from pipeline.store.corpus import HaystackSession
 
 KIND_PRODUCT_SESSION = "product_session"
 PRODUCTS_SUBDIR = "products"
@@ -81,7 +81,7 @@ def missing_library(kind: str, module: str, package: str) -> str | None:
 
 def params_hash_of(kind: str, version: int, params: dict[str, Any]) -> str:
     """The hash naming a product's state dir ``products/<kind>-<hash>``: kind, code version and params,
-    not the system's name (``membench forget`` computes it for configured systems, pipeline/forget.py)."""
+    not the system's name (``membench forget`` computes it for configured systems, pipeline/cli/forget.py)."""
     blob = json.dumps({"kind": kind, "version": version, "params": params}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

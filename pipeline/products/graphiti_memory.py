@@ -44,7 +44,7 @@ from typing import Any, ClassVar, Literal, TypeVar, cast
 
 from pydantic import Field, model_validator
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_RANK, ranked_result
 from pipeline.products.base import (
@@ -56,7 +56,7 @@ from pipeline.products.base import (
     usage_note,
 )
 from pipeline.products.proxy import EndpointOptions
-from pipeline.records import QuestionRow
+from pipeline.store.corpus import HaystackSession
 
 KIND = "graphiti"
 PACKAGE = "graphiti-core[kuzu]==0.31.2"

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_RANK, ranked_result
 from pipeline.memory.params import MemoryConfigError, ParamsInput
@@ -41,7 +41,7 @@ from pipeline.products.hindsight_server import (
     venv_problem,
 )
 from pipeline.products.proxy import EndpointOptions
-from pipeline.records import QuestionRow
+from pipeline.store.corpus import HaystackSession
 
 KIND = "hindsight"
 RetainMode = Literal["concise", "verbose", "custom", "verbatim", "chunks"]  # Hindsight's RETAIN_EXTRACTION_MODES

@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_RANK, ranked_result
 from pipeline.products.base import (
@@ -57,7 +57,7 @@ from pipeline.products.base import (
     usage_note,
 )
 from pipeline.products.proxy import EndpointOptions
-from pipeline.records import QuestionRow
+from pipeline.store.corpus import HaystackSession
 
 KIND = "langmem"
 PACKAGE = "langmem==0.0.30"

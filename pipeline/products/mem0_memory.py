@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_RANK, ranked_result
 from pipeline.products.base import (
@@ -38,7 +38,7 @@ from pipeline.products.base import (
     session_messages,
     usage_note,
 )
-from pipeline.records import QuestionRow
+from pipeline.store.corpus import HaystackSession
 
 KIND = "mem0"
 PACKAGE = "mem0ai==2.2.1"

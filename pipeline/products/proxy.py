@@ -27,7 +27,7 @@ so a request goes upstream as the product sent it):
   product still asks for, and gets, a reply of its schema; only the wire form changes.
 - ``text_tool_calls``: when the request offers tools, a reply whose text writes a call to one of them
   (Qwen's ``<tool_call>{...}</tool_call>`` blocks or the bare JSON object, fenced or not;
-  pipeline/agentic/text_calls.py, pipeline.llm_protocol.calls_written_as_text)
+  pipeline/llm/text_calls.py, pipeline.llm.protocol.calls_written_as_text)
   is returned as a proper ``tool_calls`` entry (an endpoint that renders the model's chat template
   but does not parse its calls back). membench's client reads the calls (``TEXT_TOOL_CALLS_PARAM``,
   never sent upstream, part of the cache key), so a ``tool_choice`` that requires a call is checked
@@ -56,9 +56,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pipeline.llm_protocol import TEXT_TOOL_CALLS_PARAM, TEXT_TOOL_CALLS_VERSION, ChatClient, LLMReply
+from pipeline.core.tokens import count_tokens
+from pipeline.llm.protocol import TEXT_TOOL_CALLS_PARAM, TEXT_TOOL_CALLS_VERSION, ChatClient, LLMReply
 from pipeline.memory.base import Encoder
-from pipeline.tokens import count_tokens
 
 PHASE_INGESTION = "ingestion"
 PHASE_SEARCH = "search"
@@ -70,7 +70,7 @@ FORWARDED_PARAMS = (
 REFUSED_FIELDS = ("functions", "function_call", "stream")
 MESSAGE_TOOL_FIELDS = ("tool_calls", "tool_call_id", "name")  # kept on a message as the product sent them
 _JSON = "application/json"
-TEXT_CALL_ID_PREFIX = "text_call_0_"  # the ids pipeline.llm_protocol.calls_written_as_text gives
+TEXT_CALL_ID_PREFIX = "text_call_0_"  # the ids pipeline.llm.protocol.calls_written_as_text gives
 
 
 class ProxyRequestError(ValueError):
@@ -102,7 +102,7 @@ class Usage:
     cost_usd: float = 0.0  # cost of upstream calls only: a cache hit costs nothing in this run
     embed_calls: int = 0
     embed_texts: int = 0
-    embed_tokens: int = 0  # pipeline.tokens definition (regex_word_punct) over the embedded texts
+    embed_tokens: int = 0  # pipeline.core.tokens definition (regex_word_punct) over the embedded texts
 
     def add_reply(self, reply: LLMReply) -> None:
         self.llm_calls += 1

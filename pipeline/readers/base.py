@@ -18,10 +18,10 @@ from typing import Any, Protocol, TypeVar
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pipeline.config import BenchmarkConfig
-from pipeline.llm_protocol import ChatClient
+from pipeline.config.model import BenchmarkConfig
+from pipeline.core.records import QuestionRow
+from pipeline.llm.protocol import ChatClient
 from pipeline.memory.base import Encoder, RetrievalResult, RetrievedUnit
-from pipeline.records import QuestionRow
 
 LABEL_LLM = "llm"
 LABEL_OFFLINE = "offline"
@@ -122,7 +122,7 @@ class ReaderParams(BaseModel):
 
 def parse_params(model: type[P], params: Mapping[str, Any] | BaseModel, kind: str) -> P:
     """``params`` validated with ``model``; an instance of ``model`` (parsed once when the config
-    was resolved, pipeline/config_resolve.py) is returned as is."""
+    was resolved, pipeline/kinds/resolve.py) is returned as is."""
     if isinstance(params, model):
         return params
     if isinstance(params, BaseModel):

@@ -61,11 +61,11 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import Field
 
-from pipeline.config import BenchmarkConfig
-from pipeline.embedding_cache import lane_calls, short_text_calls
-from pipeline.embedding_spec import hub_offline
-from pipeline.judge_text import keywords
+from pipeline.config.model import BenchmarkConfig
+from pipeline.embeddings.cache import lane_calls, short_text_calls
+from pipeline.embeddings.spec import hub_offline
 from pipeline.memory.base import Encoder, RetrievedUnit
+from pipeline.metrics.lexical import keywords
 from pipeline.readers.base import (
     LABEL_OFFLINE,
     Answer,

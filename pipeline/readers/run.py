@@ -26,12 +26,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.config import ComponentConfig
-from pipeline.corpus import Corpus
+from pipeline.config.model import ComponentConfig
+from pipeline.config.specs import Benchmark
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemorySystem, RetrievalResult
 from pipeline.memory.systems import system_specs
-from pipeline.parallel import parallel_map
-from pipeline.question_driver import STATUS_FAILED, STATUS_OK, UnitResult, UnitSpec, WorkItem, timed
 from pipeline.readers.base import (
     Answer,
     Reader,
@@ -41,9 +40,10 @@ from pipeline.readers.base import (
     retrieval_from_row,
     units_column,
 )
-from pipeline.records import QuestionRow
-from pipeline.specs import Benchmark
-from pipeline.store import ResultStore
+from pipeline.run.stage import STATUS_FAILED, STATUS_OK, UnitResult, UnitSpec, WorkItem, timed
+from pipeline.store.corpus import Corpus
+from pipeline.store.results import ResultStore
+from pipeline.util.parallel import parallel_map
 
 RETRIEVALS = "retrievals"
 # questions whose inputs a batching reader (``prefetch``) sees at once: bounds what a killed run
@@ -54,7 +54,7 @@ RETRIEVALS = "retrievals"
 # 256 -> 54.8 s; peak RSS 1.87 / 1.82 / 1.76 / 1.76 GB.
 PREFETCH_QUESTIONS = 128
 Log = Callable[[str], None]
-# the resolved benchmark as the readers see it (pipeline/specs.py; judges unknown here)
+# the resolved benchmark as the readers see it (pipeline/config/specs.py; judges unknown here)
 ReaderBenchmark = Benchmark[type[MemorySystem], type[Reader], Any]
 
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import duckdb
 
-from pipeline.official_views import OFFICIAL_VIEWS
+from pipeline.catalog.official import OFFICIAL_VIEWS
 from pipeline.report.glossary import REPORT_DEFINITIONS, judge_metric_definitions
 from pipeline.report.questions import QuestionView, dataset_questions
 from pipeline.report.sql import query_rows, view_names
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 
 RESULTS_JSON = "results.json"
 REPORT_HTML = "report.html"
@@ -36,8 +36,8 @@ SECTIONS: dict[str, str] = {
     "paired_comparisons": "paired_comparisons",
     "mc_confusion": "mc_confusion",
     "retrieval": "retrieval_report",
-    "integrity_flags": "integrity_flags",  # pipeline/manifest.py: shown beside the numbers they qualify
-    "product_usage": "product_usage",  # pipeline/product_views.py
+    "integrity_flags": "integrity_flags",  # pipeline/provenance/manifest.py: shown beside the numbers they qualify
+    "product_usage": "product_usage",  # pipeline/catalog/products.py
     **{view: view for view in (*OFFICIAL_VIEWS, "repeat_report", "judge_repeat_report")},  # official/repeat_views.py
 }
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import ConfigError, load_config
+from pipeline.config.model import ConfigError, load_config
 from pipeline.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, mcnemar_exact_p, paired_bootstrap
 from pipeline.report.sql import query_rows, view_names
-from pipeline.store import CATALOG_NAME, ResultStore
+from pipeline.store.results import CATALOG_NAME, ResultStore
 
 TEST_MCNEMAR = "mcnemar_exact"
 TEST_BOOTSTRAP = "paired_bootstrap"

@@ -1,4 +1,4 @@
-"""Integrity flags beside the numbers they qualify (the ``integrity_flags`` view, pipeline/manifest.py).
+"""Integrity flags beside the numbers they qualify (the ``integrity_flags`` view, pipeline/provenance/manifest.py).
 
 Why beside the number and not in a section of their own: a reader copies the number, not the
 page; "sliced: 20 of 500 questions" must sit next to the accuracy it qualifies, and "top_k ≥
@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from pipeline.manifest_schema import FLAG_FULL_HAYSTACK
+from pipeline.catalog.manifest import FLAG_FULL_HAYSTACK
 
 STYLE = (
     "white-space:nowrap;background:#fff3cd;border:1px solid #d9a400;border-radius:3px;padding:0 4px;"

@@ -38,7 +38,7 @@ REPORT_DEFINITIONS: dict[str, str] = {
         "differences; p = min(1, 2 * min(share of resampled mean differences <= 0, share >= 0))."
     ),
     "mean_score": "mean of the judge's score over scored questions (e.g. token F1 for locomo_f1).",
-    "integrity flags": (  # pipeline/manifest.py; docs/manifest.md
+    "integrity flags": (  # pipeline/provenance/manifest.py; docs/manifest.md
         "beside the numbers they qualify: 'sliced' (the config's limit / limit_per_type / question_ids: the "
         "numbers cover N of the file's questions), 'failed questions' (not scored, retried next run), "
         "'top_k ≥ haystack' (the system ranked every session and indexed turn of the haystack: its retrieval "
@@ -140,7 +140,7 @@ REPORT_DEFINITIONS: dict[str, str] = {
 def judge_metric_definitions() -> dict[str, str]:
     """Pinned judge metric -> its registered description (empty when judges cannot be imported)."""
     try:
-        from pipeline.judges.kinds import metric_info
+        from pipeline.kinds.judges import metric_info
     except ImportError:
         return {}
     return {name: f"{v['description']} (aggregate: {v['aggregate']})" for name, v in metric_info().items()}

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pipeline.catalog.report import ALL_TYPES
 from pipeline.metrics.retrieval import RECALL_ANY
 from pipeline.report.build import REPORT_HTML, ReportData
 from pipeline.report.flags_html import dataset_flags, system_badges
@@ -38,7 +39,6 @@ from pipeline.report.questions import (
     QuestionView,
     SystemView,
 )
-from pipeline.report_views import ALL_TYPES
 
 Row = dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""HTML sections of the official aggregate tables (pipeline/official_views.py).
+"""HTML sections of the official aggregate tables (pipeline/catalog/official.py).
 
 Why pivoted: the papers print one line per system with the per-type (LongMemEval) or
 per-category (LoCoMo, order 4, 1, 2, 3, 5) figures side by side; these tables read the same way.
@@ -73,7 +73,7 @@ def protocol_sections(data: ReportData, dataset: str) -> list[str]:
 
 
 def repeat_section(data: ReportData, dataset: str) -> list[str]:
-    """Readers with repeats (pipeline/repeat_views.py): per-repeat accuracy, mean +- sd, majority."""
+    """Readers with repeats (pipeline/catalog/repeats.py): per-repeat accuracy, mean +- sd, majority."""
     rows = [r for v in ("repeat_report", "judge_repeat_report") for r in data.rows(v) if r["dataset"] == dataset]
     if not rows:
         return []

@@ -1,4 +1,4 @@
-"""HTML section of what the memory products under test spent (view ``product_usage``, pipeline/product_views.py).
+"""HTML section of what the memory products under test spent (view ``product_usage``, pipeline/catalog/products.py).
 
 Why a section of its own: a product's accuracy means little without its price. The reader's
 tokens are in the answers tables; this one shows the product's own LLM work while ingesting and

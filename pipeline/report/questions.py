@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from pipeline.agentic_views import drilldown_steps
+from pipeline.catalog.agentic import drilldown_steps
 from pipeline.report.sql import query_rows, view_names
 
 TOP_UNITS = 5

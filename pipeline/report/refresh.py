@@ -18,8 +18,6 @@ from pathlib import Path
 
 import duckdb
 
-from pipeline.coalesce import Coalescer
-from pipeline.fingerprint import pipeline_code_files, update_with_files
 from pipeline.report import html as report_html
 from pipeline.report.build import (
     REPORT_HTML,
@@ -31,7 +29,9 @@ from pipeline.report.build import (
     write_pages,
 )
 from pipeline.report.glossary import judge_metric_definitions
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
+from pipeline.util.coalesce import Coalescer
+from pipeline.util.fingerprint import pipeline_code_files, update_with_files
 
 REPORT_INPUTS = ".report_inputs"  # under the results folder: fingerprint of what the report files show
 REPORT_WORK = "report"  # coalesced refreshes: .report.tickets / .report.lock / .report.coalesce
@@ -90,7 +90,7 @@ def build_report(store: ResultStore) -> tuple[ReportData, bool]:
     """(report data, whether the files were rewritten): rebuilt only when its inputs changed.
 
     Call after ``store.refresh_catalog()``. With no judgments yet, nothing is written. Coalesced
-    across processes like the catalog (pipeline/coalesce.py): a caller that waited while another
+    across processes like the catalog (pipeline/util/coalesce.py): a caller that waited while another
     process refreshed it from a state that held this caller's results takes those files.
     """
     return Coalescer(store.root, REPORT_WORK).run(lambda: _build_report_now(store), lambda: _written_report(store))

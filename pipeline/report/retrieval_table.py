@@ -28,6 +28,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.core.records import LEVEL_SESSION, LEVEL_TURN, EvidenceRow, TurnRow
 from pipeline.metrics.locomo_evidence import EVIDENCE_RECALL_OFFICIAL_CONTEXT, locomo_evidence_recall_official
 from pipeline.metrics.retrieval import (
     K_VALUES,
@@ -47,9 +48,8 @@ from pipeline.metrics.retrieval import (
     ranking_at,
     score_ranking,
 )
-from pipeline.records import LEVEL_SESSION, LEVEL_TURN, EvidenceRow, TurnRow
 from pipeline.report.sql import query_rows, view_names
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 
 TABLE = "retrieval_metrics"
 UNKNOWN_TYPE = "(unknown)"

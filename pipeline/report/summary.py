@@ -13,7 +13,7 @@ from typing import Any
 from pipeline.report.build import EXAMPLE_SQL, REPORT_HTML, RESULTS_JSON
 from pipeline.report.glossary import reader_display
 from pipeline.report.sql import query_rows, view_names
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 
 HEADLINE_SQL = """
 SELECT dataset, system, reader, reader_label, metric, headline_value, aggregate, ci_low, ci_high,

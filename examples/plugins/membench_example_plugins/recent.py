@@ -18,12 +18,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
+from pipeline.core.tokens import count_tokens
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, render, retrieved
 from pipeline.memory.units import turn_units
-from pipeline.records import QuestionRow
-from pipeline.tokens import count_tokens
+from pipeline.store.corpus import HaystackSession
 
 
 class RecentSessionsParams(BaseModel):

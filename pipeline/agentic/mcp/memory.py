@@ -40,11 +40,11 @@ from pydantic import Field, model_validator
 from pipeline.agentic.agent_memory import AGENT_SESSION_TEMPLATE, op_units, session_messages
 from pipeline.agentic.loop import AgentLoopError, LoopSettings, Tool, ToolResult, run_tool_loop
 from pipeline.agentic.mcp.spec import DATA_SUBDIR, McpCallFailed, ServerSpec, data_file, safe_name
-from pipeline.corpus import HaystackSession
+from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult, turn_unit_text
 from pipeline.memory.context import ORDER_RANK, format_date, ranked_result
 from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams, parse_params
-from pipeline.records import QuestionRow
+from pipeline.store.corpus import HaystackSession
 
 if TYPE_CHECKING:
     from pipeline.agentic.mcp.client import McpClient

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.store import ResultStore
+from pipeline.store.results import ResultStore
 
 DATA_SUBDIR = "mcp_memory"
 

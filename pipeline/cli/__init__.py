@@ -1,0 +1,1 @@
+"""``membench``: the command-line entry point over the result store (and ``forget``, which rewrites it)."""

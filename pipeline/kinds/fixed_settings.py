@@ -1,0 +1,97 @@
+"""LLM call settings a protocol fixes, so the ``llm:`` block's value is not what those calls send.
+
+Why: a config key that is silently ignored makes a run look configured when it is not. Every
+``llm:`` key takes effect, except where a published protocol (or membench's own multiple-choice
+protocol) fixes the value; ``membench check-config`` lists each such case: which calls, which key,
+which value, which protocol, and the config value they do not use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.config.model import BenchmarkConfig, LLMConfig
+from pipeline.judges import base as judges_base
+from pipeline.judges import llm as llm_judges
+from pipeline.kinds.resolve import ResolvedConfig
+from pipeline.readers import presets
+from pipeline.readers.llm import KIND as LLM_READER_KIND
+from pipeline.readers.llm import LLMReaderParams
+
+
+@dataclass(frozen=True)
+class FixedSetting:
+    """``key`` of the ``llm:`` block is sent as ``value`` by these calls, because ``protocol`` says so."""
+
+    key: str
+    value: float | int
+    protocol: str
+
+
+_LME_QA = "LongMemEval's evaluate_qa.py"
+_MEM0 = "mem0's evaluation/metrics/llm_judge.py"
+_JUDGE_TEMP = llm_judges.JUDGE_TEMPERATURE
+
+# judge metric -> what its calls fix (judges without an entry send the llm block's values)
+JUDGE_FIXED: dict[str, tuple[FixedSetting, ...]] = {
+    judges_base.METRIC_LME_OFFICIAL_LLM_JUDGE: (
+        FixedSetting("max_tokens", llm_judges.LME_MAX_TOKENS, _LME_QA),
+        FixedSetting("temperature", _JUDGE_TEMP, _LME_QA),
+    ),
+    judges_base.METRIC_LOCOMO_LLM_JUDGE: (
+        FixedSetting("max_tokens", llm_judges.LOCOMO_JUDGE_MAX_TOKENS, "membench's mem0-style LoCoMo judge"),
+        FixedSetting("temperature", _JUDGE_TEMP, "membench's mem0-style LoCoMo judge"),
+    ),
+    judges_base.METRIC_MEM0_LOCOMO_JUDGE: (FixedSetting("temperature", _JUDGE_TEMP, _MEM0),),
+    judges_base.METRIC_MEM0_LOCOMO_JUDGE_STRICT: (FixedSetting("temperature", _JUDGE_TEMP, _MEM0),),
+}
+
+
+def _line(who: str, calls: str, fixed: FixedSetting, block: str, llm: LLMConfig) -> str:
+    configured = getattr(llm, fixed.key)
+    unused = "" if configured == fixed.value else f"; {block}.{fixed.key}: {configured} is not used for them"
+    return f"{who}: {calls} send {fixed.key}={fixed.value} ({fixed.protocol}){unused}"
+
+
+def _reader_notes(resolved: ResolvedConfig, llm: LLMConfig) -> list[str]:
+    cfg = resolved.config
+    notes: list[str] = []
+    for spec in resolved.readers:
+        if spec.kind != LLM_READER_KIND or not isinstance(spec.params, LLMReaderParams):
+            continue
+        p = spec.params
+        mc = [d.name for d in cfg.datasets if spec.applies_to(d.name) and _kind(d.loader) == judges_base.KIND_MC10]
+        if mc:
+            fixed = FixedSetting("max_tokens", p.mc_max_tokens, "membench's multiple-choice protocol: one option index")
+            notes.append(_line(spec.where, f"multiple-choice answers ({', '.join(mc)})", fixed, "llm", llm))
+        if p.preset == presets.PRESET_LME_CON:
+            fixed = FixedSetting("max_tokens", presets.LME_CON_MAX_TOKENS, "LongMemEval's chain-of-note reading step")
+            notes.append(_line(spec.where, "per-session notes", fixed, "llm", llm))
+    return notes
+
+
+def _kind(loader: str) -> str | None:
+    try:
+        return judges_base.dataset_kind(loader)
+    except judges_base.JudgeConfigError:
+        return None
+
+
+def _judge_metrics(cfg: BenchmarkConfig, resolved: ResolvedConfig) -> list[tuple[str, str]]:
+    """(label, metric) of the LLM judges this config runs: its ``judges:`` or each family's defaults."""
+    if cfg.judges:
+        return [(s.where, s.impl.metric) for s in resolved.judges]
+    kinds = sorted({k for d in cfg.datasets if (k := _kind(d.loader)) is not None})
+    return [(f"default judge {m}", m) for k in kinds for m in judges_base.DEFAULT_JUDGES[k][1]]
+
+
+def fixed_llm_settings(resolved: ResolvedConfig) -> list[str]:
+    """One line per (component, setting) whose LLM calls do not send the ``llm:`` block's value."""
+    cfg = resolved.config
+    notes = _reader_notes(resolved, cfg.llm) if cfg.llm is not None else []
+    judge_llm, block = (cfg.judge_llm, "judge_llm") if cfg.judge_llm is not None else (cfg.llm, "llm")
+    if judge_llm is None:
+        return notes
+    for who, metric in _judge_metrics(cfg, resolved):
+        notes += [_line(who, "judge calls", f, block, judge_llm) for f in JUDGE_FIXED.get(metric, ())]
+    return notes

@@ -1,0 +1,1 @@
+"""OpenAI-compatible endpoints: the wire protocol, the plain client, its cache, rate limits, prices, meter."""

@@ -1,0 +1,37 @@
+"""Fingerprints of files by (path, size, mtime), for the steps a rerun skips when nothing changed.
+
+Why one place: the catalog, the report and the embeddings step each decide "inputs unchanged"
+the same way -- results files are only ever replaced by atomic rename, so an unchanged
+(size, mtime) means unchanged content (the rule ``make`` relies on), and the pipeline code is
+an input of each. A fourth copy of the loop would drift.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+PIPELINE_ROOT = Path(__file__).resolve().parents[1]  # the pipeline package
+
+
+def pipeline_code_files() -> list[Path]:
+    """Every Python file of the pipeline package, sorted (view SQL, metrics, unit texts, report).
+
+    The list is walked once per process (every step of a run asked for it, some several times);
+    each file's size and mtime are still read by every fingerprint, so an edit is seen.
+    """
+    return list(_code_files())
+
+
+@functools.cache
+def _code_files() -> tuple[Path, ...]:
+    return tuple(sorted(PIPELINE_ROOT.rglob("*.py")))
+
+
+def update_with_files(h: Any, files: Iterable[Path]) -> None:
+    """Feed each file's path, size and mtime (ns) to the hash ``h``, in the given order."""
+    for f in files:
+        st = f.stat()
+        h.update(f"|{f}:{st.st_size}:{st.st_mtime_ns}".encode())
