@@ -4,7 +4,7 @@ Why a separate, unpartitioned asset: LongMemEval_S has 245,625 turns but 188,998
 (sessions are shared across questions); embedding them per question would repeat work and hide
 an hour of compute inside the first memory stage. Here the texts are deduplicated across all
 datasets, embedded longest-first in sorted batches, and persisted chunk by chunk in the cache
-that every later stage reads (``resources.embeddings.CachedEncoder``): a re-run embeds nothing,
+that every later stage reads (``pipeline.embeddings.encoder.CachedEncoder``): a re-run embeds nothing,
 a killed run resumes where it stopped.
 """
 
@@ -69,7 +69,7 @@ class UnitTexts:
         n = 0
         for t in texts:
             n += 1
-            digest = hashlib.sha256(t.encode("utf-8")).digest()  # .hex() == embedding_cache.text_hash
+            digest = hashlib.sha256(t.encode("utf-8")).digest()  # .hex() == pipeline.embeddings.cache.text_hash
             if digest in seen:
                 continue
             seen.add(digest)

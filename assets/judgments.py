@@ -12,11 +12,7 @@ from typing import Any
 import dagster as dg
 
 from assets.clients import StageClients, question_stage, workers_for
-from pipeline.judges.base import (
-    JUDGMENTS_PAYLOAD,
-    JudgeConfigError,
-    dataset_kind,
-)
+from pipeline.judges.base import JUDGMENTS_PAYLOAD, JudgeConfigError, dataset_kind
 from pipeline.judges.run import JudgmentRun
 from pipeline.judges.select import check_judges, judges_for, unavailable_judges
 from pipeline.kinds.resolve import ResolvedConfig

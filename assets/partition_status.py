@@ -18,7 +18,8 @@ for "this step logged its asset events itself", and logs them itself, as one bat
   and a backfill ends ``COMPLETED_FAILED``.
 
 The next run that succeeds for a question materializes it. The private names come from
-resources/dagster_internals.py.
+resources/dagster_internals.py. ``status_mismatches`` checks the result: the partition status
+Dagster shows against the ``progress`` view of the results folder.
 """
 
 from collections.abc import Mapping, Sequence
@@ -26,7 +27,9 @@ from typing import Any
 
 import dagster as dg
 
+from assets.layout import STAGES
 from pipeline.run.stage import StageOutcome
+from pipeline.store.results import ResultStore
 from resources.dagster_internals import (
     EVENTS_LOGGED_BY_STEP,
     DagsterEvent,
@@ -91,3 +94,40 @@ def run_keys(context: dg.AssetExecutionContext) -> list[str]:
         "per-question stages run for partitions: use `dagster job execute -j full_benchmark` (every "
         "question of the config), a backfill, or `dagster asset materialize ... --partition <key>`"
     )
+
+
+# the partition status Dagster should show for each status of a (stage, question) in the `progress` view
+STATUS_OF_PROGRESS: Mapping[str, dg.AssetPartitionStatus | None] = {
+    "done": dg.AssetPartitionStatus.MATERIALIZED,
+    "failed": dg.AssetPartitionStatus.FAILED,
+    "missing": None,  # never run: no status at all
+}
+
+
+def status_mismatches(
+    instance: dg.DagsterInstance,
+    prefix: str,
+    keys: Sequence[str],
+    store: ResultStore,
+    stages: Sequence[str] = STAGES,
+) -> list[tuple[str, str, str, dg.AssetPartitionStatus | None]]:
+    """Where Dagster's partition status disagrees with the ``progress`` view of ``store``.
+
+    For each stage of ``stages`` (asset ``<prefix>/<stage>``) and each question key of ``keys``,
+    Dagster's status (read from ``instance``) must be the one STATUS_OF_PROGRESS gives for the
+    question's ``progress`` status (``missing`` when the view has no row). Returns (stage, key,
+    progress status, Dagster status) for every pair that disagrees: empty when the two agree.
+    """
+    progress = {
+        (r["stage"], r["partition_key"]): r["status"]
+        for r in store.query("SELECT stage, partition_key, status FROM progress").to_pylist()
+    }
+    parts = dg.StaticPartitionsDefinition(list(keys))
+    bad: list[tuple[str, str, str, dg.AssetPartitionStatus | None]] = []
+    for stage in stages:
+        status = instance.get_status_by_partition(dg.AssetKey([prefix, stage]), list(keys), parts) or {}
+        for key in keys:
+            want = STATUS_OF_PROGRESS[progress.get((stage, key), "missing")]
+            if status.get(key) != want:
+                bad.append((stage, key, progress.get((stage, key), "missing"), status.get(key)))
+    return bad

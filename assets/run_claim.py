@@ -1,4 +1,4 @@
-"""One run at a time over the same questions of a config (issue 24 item 5).
+"""One run at a time over the same questions of a config.
 
 Why: two ``full_benchmark`` runs started together on one config both ran every stage: every judge
 prompt was sent twice, the embeddings computed twice. Waiting for or sharing the other run's work

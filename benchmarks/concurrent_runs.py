@@ -1,6 +1,6 @@
 """Scale-out on Dagster: one run vs N concurrent runs over the same LLM-bound slice.
 
-What it measures (issue 9): a 200-question LongMemEval-format slice (the bundled oracle sample's
+What it measures: a 200-question LongMemEval-format slice (the bundled oracle sample's
 8 questions repeated with new ids), an LLM reader against the project's fake OpenAI-compatible
 server with a fixed delay per request (``--delay``; the reader's request cap is 1 per run, so a run
 is bound by the endpoint's latency like a real API slice), the ``full_context`` memory and the
@@ -39,7 +39,7 @@ from run_env import dagster_env  # noqa: E402 (benchmarks/run_env.py, next to th
 
 from pipeline.core.families import ABSTENTION_SUFFIX, is_abstention_id  # noqa: E402
 from pipeline.datasets.sources import iter_json_array  # noqa: E402
-from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
+from pipeline.llm.fake_server import FakeOpenAIServer  # noqa: E402
 
 SAMPLE = ROOT / "pipeline" / "sample_data" / "longmemeval_oracle_sample.json"
 

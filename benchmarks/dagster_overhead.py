@@ -1,4 +1,4 @@
-"""Dagster overhead (issue 14 item 4): ``full_benchmark`` vs the same stage functions in a loop.
+"""Dagster overhead: ``full_benchmark`` vs the same stage functions in a loop.
 
 What it measures, on a copy of the bundled sample config (configs/sample.yaml, 70 questions, four
 memory systems, offline reader, default judges) with its own results folder and Dagster home:

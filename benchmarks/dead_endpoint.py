@@ -1,4 +1,4 @@
-"""Seconds until a stage stops on a dead LLM endpoint, with the shipped defaults (issue 24 item 6).
+"""Seconds until a stage stops on a dead LLM endpoint, with the shipped defaults.
 
 Two LongMemEval-format datasets of the bundled oracle sample (16 questions), the ``full_context``
 memory, an LLM reader whose ``llm:`` block sets only ``base_url`` and ``model`` (so ``max_retries``

@@ -2,7 +2,7 @@
 
 Why: embedding every unique LongMemEval_S turn (188,998 texts, ~1,000 chars each, a third longer
 than MiniLM's 256-token limit) is the single biggest compute cost of an offline run. This measures
-texts/s of the pipeline path (EmbeddingResource + CachedEncoder + Parquet cache, cold cache in a
+texts/s of the pipeline path (encoder_for's CachedEncoder + Parquet cache, cold cache in a
 temp dir) and of plain ``SentenceTransformer.encode`` on the SAME random sample of unique texts
 with the same backend, their ratio (target >= 0.8: the cache must cost little), and the full-run
 estimate. ``--compare-fp32`` also times plain fp32 encode (the naive baseline) and measures how far
@@ -15,7 +15,7 @@ time swings with other load, CPU time much less.
 
 ``--spans`` embeds the offline reader's sentence spans (~100 chars, ~22 tokens) cut from random
 turns instead of whole turns: the answers stage's texts. Threads vs processes, measured on the
-shared 2-core box (load 3-7, bf16, batch 64; issue 14 item 2): turns (300, ~970 chars) 2 threads
+shared 2-core box (load 3-7, bf16, batch 64): turns (300, ~970 chars) 2 threads
 56-72 texts/s wall vs 1 thread 36-53, so bulk embedding keeps ``num_threads``; spans 1 thread
 196-297 texts/s vs 2 threads 65-127, so per-question calls use one (ENCODE_THREADS); two
 single-thread processes at once reached 136-162 + 94-108 texts/s, no more than one alone (the
@@ -45,13 +45,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from assets.embeddings import ProgressReporter
+from pipeline.config.model import EmbeddingConfig
 from pipeline.core.records import TurnRow
-from pipeline.embeddings.encoder import CachedEncoder, EnsureStats
+from pipeline.embeddings.encoder import CachedEncoder, EnsureStats, encoder_for, model_spec
 from pipeline.embeddings.model import load_model
 from pipeline.embeddings.spec import ModelSpec
 from pipeline.memory.base import RetrievedUnit, turn_unit_text
 from pipeline.readers.offline import unit_spans
-from resources.embeddings import EmbeddingResource
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "longmemeval_s_cleaned_498of500.json.gz"
 
@@ -177,14 +177,14 @@ def main() -> None:
     sample = [texts[i] for i in rng.choice(len(texts), n, replace=False)] if n < len(texts) else texts
     print(f"sample {len(sample):,} texts, mean {np.mean([len(t) for t in sample]):.0f} chars")
 
-    emb = EmbeddingResource(
+    settings = EmbeddingConfig(
         backend=args.backend,
         batch_size=args.batch_size,
         max_seq_length=args.max_seq_length,
         num_threads=args.threads,
         workers=args.workers,
     )
-    spec = emb.spec()
+    spec = model_spec(settings)
     t_load: dict[str, float] = {}
     with timer(t_load):
         model = load_model(spec)
@@ -197,7 +197,7 @@ def main() -> None:
     section("same sample, same backend")
     t_raw = run_timed("raw model.encode", lambda: raw_encode(spec, sample), len(sample))
     with tempfile.TemporaryDirectory() as tmp:
-        enc = emb.encoder(Path(tmp))
+        enc = encoder_for(Path(tmp), settings)
         stats_box: list[EnsureStats] = []
         t_pipe = run_timed("pipeline (cold cache)", lambda: stats_box.append(pipeline_pass(enc, sample)), len(sample))
         t_warm = run_timed("pipeline (warm re-run)", lambda: enc.ensure(sample), len(sample))
@@ -218,9 +218,11 @@ def main() -> None:
 
     if args.compare_fp32 and spec.backend != "fp32":
         section("naive fp32 baseline and drift of the chosen backend")
-        ref_spec = EmbeddingResource(
-            backend="fp32", batch_size=args.batch_size, max_seq_length=args.max_seq_length, num_threads=args.threads
-        ).spec()
+        ref_spec = model_spec(
+            EmbeddingConfig(
+                backend="fp32", batch_size=args.batch_size, max_seq_length=args.max_seq_length, num_threads=args.threads
+            )
+        )
         load_model(ref_spec).encode(sample[:32])
         box: list[np.ndarray] = []
         t_ref = run_timed("raw fp32 model.encode", lambda: box.append(raw_encode(ref_spec, sample)), len(sample))

@@ -1,4 +1,4 @@
-"""How busy one LLM-bound run keeps its endpoint, and K concurrent runs against one run (issue 27).
+"""How busy one LLM-bound run keeps its endpoint, and K concurrent runs against one run.
 
 The slice: ``--questions`` LongMemEval-format questions (the bundled oracle sample repeated with new
 ids and texts), the ``full_context`` memory, an LLM reader and the official LongMemEval LLM judge,
@@ -41,10 +41,10 @@ from concurrent_runs import dagster, materialize, results, wait_all, write_slice
 from concurrent_runs import write_config as base_config  # noqa: E402
 from run_env import dagster_env  # noqa: E402
 
+from pipeline.llm.fake_server import FakeOpenAIServer  # noqa: E402
 from pipeline.report.refresh import REPORT_WORK  # noqa: E402
 from pipeline.store.results import CATALOG_WORK  # noqa: E402
 from pipeline.util.coalesce import CoalesceCounts, Coalescer  # noqa: E402
-from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 JUDGE_MARK = "Answer yes or no only."  # in every official LongMemEval judge prompt
 

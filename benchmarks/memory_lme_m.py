@@ -1,6 +1,6 @@
 """Benchmark: peak memory of the canonical + embeddings-planning path at LongMemEval_M scale.
 
-Target (issue 11, item 6): the whole path (conversion, pandera checks, partition keys, catalog
+Target: the whole path (conversion, pandera checks, partition keys, catalog
 refresh, embeddings planning) <= 1 GB RSS on an M-like file: 300 questions x ~495 sessions
 (~1.5 GB of JSON), built from LongMemEval_S because the real M file (2.7 GB) is not shipped.
 

@@ -24,9 +24,9 @@ default embedding model all-MiniLM-L6-v2, vectors cached under results/official_
 on the first N conversations of locomo10.json and prints LoCoMo's own recall (the report's
 ``evidence_recall_official_context``: raw evidence against the context's dialogue ids, or ``S<n>``
 session hits for summaries; a question without evidence counts 1), mean over the questions. No
-official column: LoCoMo's RAG code needs a GPU and hub models (docs/protocols.md).
+official column: LoCoMo's RAG code needs a GPU and hub models (docs/design/protocols.md).
 
-Measured here (2-core machine shared with other jobs): see docs/protocols.md, "Official retrievers".
+Measured here (2-core machine shared with other jobs): see docs/design/protocols.md, "Official retrievers".
 """
 
 from __future__ import annotations
@@ -47,11 +47,10 @@ sys.path.insert(0, str(ROOT))
 from pipeline.memory.base import MemoryDeps  # noqa: E402
 from pipeline.memory.flat_bm25 import FlatBm25Memory  # noqa: E402
 from pipeline.memory.flat_corpus import FlatMemory  # noqa: E402
-from pipeline.memory.flat_dense import FlatDenseMemory  # noqa: E402
+from pipeline.memory.flat_dense import FlatDenseMemory, link_plain_model  # noqa: E402
 from pipeline.memory.flat_offline import LEVELS, build, level_metrics, lme_items  # noqa: E402
 from pipeline.metrics.retrieval import K_VALUES, UnitRef  # noqa: E402
 from pipeline.store.corpus import HaystackSession  # noqa: E402
-from tests.test_memory_flat_dense import PLAIN_FILES  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared/datasets/longmemeval_s_cleaned_498of500.json.gz"
 FIGURES = ROOT / "tests/data/official/longmemeval_s_flat_bm25.json"
@@ -107,8 +106,8 @@ def dense(path: Path, records: int) -> None:
     rows = figures["questions"][: records or None]
     expected = {row["id"]: row for row in rows}
     with tempfile.TemporaryDirectory() as folder:
-        for name in PLAIN_FILES:  # the weights without sentence-transformers modules: mean pooling, no Normalize
-            (Path(folder) / name).symlink_to(Path(get_model_path()) / name)
+        # the weights without sentence-transformers modules: mean pooling, no Normalize
+        link_plain_model(Path(get_model_path()), Path(folder))
         start = time.perf_counter()
         params: dict[str, object] = {"protocol": "contriever", "model": folder}
         values, n, differing = measure(path, None, FlatDenseMemory, params, expected)
@@ -148,12 +147,12 @@ def print_table(values: dict[str, dict[str, dict[str, list[float]]]], official: 
 def locomo_recall(path: Path, conversations: int) -> None:
     """Mean official LoCoMo recall of each ``locomo_rag`` mode on the first ``conversations`` samples."""
     from pipeline.datasets.locomo import load_locomo
+    from pipeline.embeddings.encoder import encoder_for
     from pipeline.memory.locomo_rag import LocomoRagMemory
     from pipeline.metrics.locomo_evidence import locomo_evidence_recall_official
     from pipeline.report.retrieval_table import DialogueIds
-    from resources.embeddings import EmbeddingResource
 
-    encoder = EmbeddingResource().encoder(ROOT / "results/official_retrievers_bench/embeddings")
+    encoder = encoder_for(ROOT / "results/official_retrievers_bench/embeddings")
     records = [r for r in load_locomo(path, "locomo") if r.question is not None]
     haystacks = list(dict.fromkeys(r.question.haystack_id for r in records if r.question))[:conversations]
     print(f"\nlocomo_rag on {path.name}: conversations {haystacks}, top_k 5, {encoder.model_name}")

@@ -1,7 +1,7 @@
 """Replay the answers stage's offline reader on a finished results folder, with a cold span cache.
 
 Why: the answers stage of configs/shared.yaml spent ~45 min in OfflineReader._free_form ->
-CachedEncoder.encode (issue 14 item 1). This replays exactly the reader work of a first run: every
+CachedEncoder.encode. This replays exactly the reader work of a first run: every
 ok ``retrievals`` row of the folder, answered by the configured ``offline`` reader, on an embedding
 cache that holds only what exists when the answers stage starts in a first run (the unit texts the
 embeddings asset embeds and the question texts the retrievals embedded), copied to a temp folder.
@@ -33,13 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from assets.embeddings import collect_unit_texts
 from pipeline.config.model import load_config
 from pipeline.embeddings.cache import EmbeddingCache, embeddings_dir, text_hash
-from pipeline.embeddings.encoder import CachedEncoder
+from pipeline.embeddings.encoder import CachedEncoder, encoder_for, store_encoder
+from pipeline.embeddings.spec import ENCODE_THREADS
 from pipeline.kinds.readers import build_reader
 from pipeline.readers.base import ReaderDeps, ReadInput, retrieval_from_row
 from pipeline.readers.run import PREFETCH_QUESTIONS, session_dates
 from pipeline.store.corpus import Corpus
 from pipeline.store.results import ResultStore
-from resources.embeddings import EmbeddingResource
 
 
 def cpu_s() -> float:
@@ -94,15 +94,12 @@ def main() -> None:
         "--encode-threads",
         type=int,
         default=None,
-        help="torch threads of the reader's encode calls (default: the resource's, ENCODE_THREADS)",
+        help="torch threads of the reader's encode calls (default: ENCODE_THREADS)",
     )
     args = parser.parse_args()
     cfg = load_config(args.config)
     store = ResultStore(results_dir=str(cfg.resolved_results_dir()))
-    resource_ = EmbeddingResource.from_config(cfg.embeddings)
-    if args.encode_threads:
-        resource_ = resource_.model_copy(update={"encode_threads": args.encode_threads})
-    full = resource_.store_encoder(store)
+    full = store_encoder(cfg.embeddings, store, args.encode_threads or ENCODE_THREADS)
     rows = []
     for path in sorted((store.parquet_root / "retrievals").glob("*.parquet")):
         rows += [r for r in pq.read_table(path).to_pylist() if r["status"] == "ok"]
@@ -122,7 +119,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="membench-replay-") as tmp:
         unit_texts = collect_unit_texts(store, cfg).texts
         copied = cold_cache(full.cache, [*unit_texts, *questions], Path(tmp))
-        encoder = CountingEncoder(resource_.encoder(Path(tmp)))
+        encoder = CountingEncoder(encoder_for(Path(tmp), cfg.embeddings, args.encode_threads or ENCODE_THREADS))
         reader = build_reader(rc.kind, rc.params, ReaderDeps(encoder=encoder))
         _ = encoder.inner.model  # load before timing
         before = encoder.inner.model.texts_encoded

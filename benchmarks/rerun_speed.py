@@ -1,4 +1,4 @@
-"""An unchanged rerun of a config, and where its time goes (issue 27 target 4).
+"""An unchanged rerun of a config, and where its time goes.
 
 A rerun that finds every question done still starts Dagster, loads the definitions, runs every
 step (each finds its work done) and stores the run's events. This script runs the config once

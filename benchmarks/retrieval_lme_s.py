@@ -19,7 +19,7 @@ reference (418 questions: recall_any@5 0.943, recall_all@5 0.823, ndcg_any@10 0.
 Questions come from the pipeline's LongMemEval loader (pipeline.datasets; its abstention rule
 from pipeline.core.families), gold sessions from pipeline.metrics.retrieval.lme_gold_sessions and the
 metrics from pipeline.metrics.retrieval. Embeddings go through the pipeline's cached encoder
-(resources.embeddings over pipeline.embeddings.cache, keyed by model variant + text hash) in
+(pipeline.embeddings.encoder over pipeline.embeddings.cache, keyed by model variant + text hash) in
 ``--cache`` (default: the configs/shared.yaml results, whose lme_s run embeds the same user-turn
 texts), so repeated runs only pay for the retrieval itself.
 ``--limit N`` takes N evenly spaced eligible questions (all types);
@@ -142,7 +142,7 @@ def load_questions(path: Path, limit: int | None, shift: float = 0.0) -> list[Lm
 # embeddings (the pipeline's cached encoder: pipeline.embeddings.cache shards, keyed by variant + text hash)
 # ---------------------------------------------------------------------------------------------
 def make_encoder(cache_root: Path, backend: str) -> CachedEncoder:
-    """The pipeline's encoder (resources.embeddings) over the cache at ``cache_root``.
+    """The pipeline's encoder (pipeline.embeddings.encoder) over the cache at ``cache_root``.
 
     The default ``--cache`` is the shared.yaml results' embeddings folder: user turns are embedded as
     the pipeline embeds them (``turn_unit_text``), so vectors the pipeline computed are reused.

@@ -1,4 +1,4 @@
-"""Soak: kill -9 inside a chosen stage, a faulty endpoint, a bad record; then rerun (issue 24 item 7).
+"""Soak: kill -9 inside a chosen stage, a faulty endpoint, a bad record; then rerun.
 
 The config: two LongMemEval-format datasets (the bundled oracle sample, and a copy with prompts of
 its own where one record has no ``question``: a failed question), the ``full_context`` memory, an
@@ -75,7 +75,7 @@ from soak_counts import (  # noqa: E402 (benchmarks/soak_counts.py)
 )
 
 from pipeline.llm.cache import cache_key  # noqa: E402
-from tests.fake_openai_server import FakeOpenAIServer, Fault, Rule  # noqa: E402
+from pipeline.llm.fake_server import FakeOpenAIServer, Fault, Rule  # noqa: E402
 
 SAMPLE = ROOT / "pipeline/sample_data/longmemeval_oracle_sample.json"
 PREFIX = "soak"
@@ -375,10 +375,10 @@ def _cached(res: Path) -> set[str]:
 def _checks(folder: Path, config: Path, server: SoakServer, excused: set[int], bad_key: str) -> dict[str, int]:
     import dagster as dg
 
+    from assets.partition_status import status_mismatches
     from pipeline.config.model import load_config
     from pipeline.definitions import partition_keys
     from pipeline.store.results import STAGE_TABLES, ResultStore
-    from tests.dagster_fixtures import status_mismatches
 
     keys = partition_keys(load_config(str(config)))
     store = ResultStore(results_dir=str(folder / "res"))

@@ -1,7 +1,7 @@
 """The soak's counting logic, kept apart from the processes it drives so a unit test can feed it.
 
 Why pure functions over plain records: the figures the soak prints must be 0, and a 0 is only
-worth something if the counter would have said 1. tests/test_soak_counts.py feeds these
+worth something if the counter would have said 1. tests/run/test_soak_counts.py feeds these
 functions hand-made request logs and progress rows and checks every count.
 """
 

@@ -1,4 +1,4 @@
-"""First run vs immediate rerun of ``full_benchmark`` on a slice of configs/shared.yaml (issue 14).
+"""First run vs immediate rerun of ``full_benchmark`` on a slice of configs/shared.yaml.
 
 What it measures: ``configs/shared.yaml`` with every dataset cut to its first ``--locomo`` /
 ``--oracle`` / ``--lme-s`` questions (``limit:``), same memory systems and reader, its own results
@@ -11,7 +11,7 @@ full_benchmark`` twice in a row and prints, from the run's Dagster event log and
 - vectors embedded in each run (rows added to the embedding cache: what reached the model) and
   LLM calls (entries added to the LLM cache; the shared config has no LLM, so 0 by construction);
 - peak RSS: ``ru_maxrss`` of the largest process of the run (every step runs in the run's process,
-  in-process executor; a bulk embedding job runs in one child process, resources/embeddings.py
+  in-process executor; a bulk embedding job runs in one child process, pipeline/embeddings/encoder.py
   ISOLATE_TEXTS), the largest RSS of the whole process tree (run process + child) sampled every
   0.25 s, and per step the largest sampled tree RSS between its start and end events (so a
   memory-hungry step can be told from one that inherits a high water mark);

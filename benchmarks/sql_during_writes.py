@@ -1,4 +1,4 @@
-"""SQL errors while a writer replaces Parquet files (issue 24 item 3): target 0 in >= 2,000 queries.
+"""SQL errors while a writer replaces Parquet files: target 0 in >= 2,000 queries.
 
 A results folder gets ``--files`` answers partition files. A writer process rewrites random ones
 for as long as the readers run, through ``ResultStore.write_partition`` (temp file + rename over

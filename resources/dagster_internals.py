@@ -2,8 +2,8 @@
 
 Why one module: a private name can change in any Dagster release without notice. With all of them
 here, an upgrade re-checks one file (and the two features built on it, named per use), and
-tests/test_dagster_internals.py fails when a ``dagster._`` import appears anywhere else.
-The pinned version and what to re-check on an upgrade: docs/dagster_upgrade.md.
+tests/tree/test_dagster_internals.py fails when a ``dagster._`` import appears anywhere else.
+The pinned version and what to re-check on an upgrade: docs/design/dagster_upgrade.md.
 
 Each name below says who uses it, why no public API does, and which public API would replace it.
 """
@@ -36,7 +36,7 @@ from dagster._core.events import (
 # project's storage subclasses it to store a batch in one transaction per shard. Instance storage
 # is a pluggable class (``storage: custom`` in dagster.yaml), but the classes to subclass and the
 # helpers they use are internal. No public replacement exists; the alternatives are the stock
-# SQLite storage (slower, same results: tests/test_event_log.py compares them) or Postgres
+# SQLite storage (slower, same results: tests/dagster/test_event_log.py compares them) or Postgres
 # (dagster-postgres, configs/dagster_postgres.yaml), which batches on its own.
 from dagster._core.events import ASSET_EVENTS as ASSET_EVENTS  # the event types that write asset rows
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
@@ -49,7 +49,7 @@ from dagster._core.storage.sqlite_storage import (
 )
 from dagster._serdes import ConfigurableClassData as ConfigurableClassData  # ``storage: custom`` config data
 
-# ---- tests only (tests/test_event_log.py) ---------------------------------------------------------
+# ---- tests only (tests/dagster/test_event_log.py) ---------------------------------------------------------
 # Building planned events by hand to compare the batched and the stock storage event for event.
 from dagster._core.events import (
     AssetCheckEvaluationPlanned as AssetCheckEvaluationPlanned,  # payload of a check's planned event

@@ -17,7 +17,7 @@ so an existing ``.dagster_home`` keeps its history) with that event log, and tur
 batching on for the processes that load it (``DAGSTER_EVENT_BATCH_SIZE``, unless already set;
 ``0`` turns it off). configs/dagster.yaml selects it as ``storage: custom``.
 Pinned to the Dagster version in pyproject.toml (internal storage API, imported through
-resources/dagster_internals.py; docs/dagster_upgrade.md); tests/test_event_log.py
+resources/dagster_internals.py; docs/design/dagster_upgrade.md); tests/dagster/test_event_log.py
 compares its stored events and partition status with the stock storage.
 """
 

@@ -16,22 +16,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def _find_shared_datasets() -> Path:
-    """``$MEMBENCH_SHARED_DATASETS``, else ``shared/datasets`` beside the checkout or beside one of
-    its parents (a worktree sits deeper)."""
-    if os.environ.get("MEMBENCH_SHARED_DATASETS"):
-        return Path(os.environ["MEMBENCH_SHARED_DATASETS"])
-    for parent in PROJECT_ROOT.parents:
-        candidate = parent / "shared" / "datasets"
-        if (candidate / "locomo10.json").exists():
-            return candidate
-    return PROJECT_ROOT.parent / "shared" / "datasets"
-
-
-SHARED_DATASETS = _find_shared_datasets()
+from tests.support.paths import PROJECT_ROOT, SHARED_DATASETS
 
 
 def under_ci() -> bool:

@@ -1,6 +1,6 @@
 """The OpenAI tool-calling loop: the model calls tools until it answers or its step budget ends.
 
-Why our own loop over membench's LLM client (resources/llm.py ``OpenAIChatClient.chat``), not an agent
+Why our own loop over membench's LLM client (pipeline/llm/client.py ``OpenAIChatClient.chat``), not an agent
 framework: every LLM call then goes through the one cache keyed by (model, messages, params), so a
 finished question re-runs with zero requests, and an interrupted one replays its finished steps
 from the cache (the tools are deterministic, so the messages, hence the keys, repeat exactly) and

@@ -1,4 +1,4 @@
-"""The benchmarks' official aggregate tables as catalog views (issue 25).
+"""The benchmarks' official aggregate tables as catalog views.
 
 Why views of their own: a published LongMemEval or LoCoMo table is not a plain mean per type.
 LongMemEval's metrics printer (xiaowu0162/LongMemEval ``src/evaluation/print_qa_metrics.py``)
@@ -24,7 +24,7 @@ Views (one definition each, also in pipeline/report/glossary.py):
   oldest evidence turn (earliest session, then its earliest dialogue), tokens of a turn =
   ``len((speaker + ': ' + text + '\\n').split())``.
 
-Deviations, on purpose (named in docs/protocols.md): the denominators are SCORED questions (a
+Deviations, on purpose (named in docs/design/protocols.md): the denominators are SCORED questions (a
 failed answer or judgment is reported apart in ``n_failed``, never counted as a zero as the
 official scripts would); the stats script reads ``clean_text`` (or ``compressed_text``), which the
 released locomo10.json does not have: its ``text`` field is read instead (and the release has no

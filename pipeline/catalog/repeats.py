@@ -21,8 +21,8 @@ from __future__ import annotations
 import duckdb
 
 from pipeline.catalog.report import OUTCOME_ANSWER_FAILED, OUTCOME_JUDGMENT_FAILED, OUTCOME_SCORED
+from pipeline.core.units import REPEAT_SEP
 
-REPEAT_SEP = "~"  # = pipeline.readers.run.REPEAT_SEP (not imported: report views must not load readers)
 _SCORED = "outcome = '" + OUTCOME_SCORED + "' AND correct IS NOT NULL"
 # view -> (the repeated column, the column kept as is)
 REPEAT_VIEWS: dict[str, tuple[str, str]] = {

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 import duckdb
 
 from pipeline.core.records import LOAD_FAILURE_KEY_SQL  # records without a readable id count too
+from pipeline.core.status import UNPARSEABLE_ERROR_PREFIX
 from pipeline.metrics.aggregates import AGG_ACCURACY, AGG_MEAN_SCORE, METRIC_AGGREGATES
 from pipeline.metrics.locomo_evidence import EVIDENCE_RECALL_OFFICIAL_CONTEXT
 from pipeline.metrics.retrieval import EVIDENCE_RECALL_CONTEXT, METRIC_COLUMN_RE, METRIC_COLUMNS
@@ -307,8 +308,6 @@ ORDER BY dataset, metric, judge, reader, system_a, system_b
 """
 
 ALL_SYSTEMS = "(all)"
-# = pipeline.judges.base.UNPARSEABLE_ERROR_PREFIX (not imported: report views must not load the judges)
-UNPARSEABLE_ERROR_PREFIX = "UnparseableVerdict:"
 
 JUDGE_AGREEMENT_SQL = f"""
 CREATE OR REPLACE VIEW judge_agreement AS

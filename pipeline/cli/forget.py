@@ -38,8 +38,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.config.model import BenchmarkConfig, ConfigError
+from pipeline.core.status import STATUS_FAILED
+from pipeline.core.units import system_of
 from pipeline.memory.checkpoint import MEMORY_STAGE_DIR
-from pipeline.run.stale import STATUS_FAILED, row_system, system_of
+from pipeline.products.state import PRODUCTS_SUBDIR
+from pipeline.run.stale import row_system
 from pipeline.run.status_index import StageIndex
 from pipeline.store.results import STAGE_TABLES, ResultStore
 
@@ -47,7 +50,6 @@ from pipeline.store.results import STAGE_TABLES, ResultStore
 # of a forgotten system go too, so the views show the change at once (the next run rebuilds them anyway)
 DERIVED_TABLES = ("retrieval_metrics", "agentic_retrieval_metrics")
 TRASH_DIR = ".forgotten"  # <results>/.forgotten/<uuid>: folders renamed out of parquet/, then deleted
-PRODUCTS_SUBDIR = "products"  # = pipeline.products.base.PRODUCTS_SUBDIR (not imported: it loads the proxy)
 
 
 @dataclass(frozen=True)

@@ -205,7 +205,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if not args.yes or plan_forget(store, cfg, args.systems).empty:  # nothing written: no lock needed
         _forget(store, cfg, args.systems, yes=False)
         return 0
-    # Dagster's side, reached inside this command only (the CLI's one use of it; tests/test_layers.py): the lock a
+    # Dagster's side, reached inside this command only (the CLI's one use of it; tests/tree/test_layers.py): the lock a
     # starting run takes to claim the config, so none starts meanwhile, and the instance's live runs
     from assets.layout import CLAIM_LOCK
     from assets.run_claim import live_run_of

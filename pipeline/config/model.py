@@ -22,6 +22,7 @@ from pipeline.config.errors import describe as describe_validation
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = PROJECT_ROOT / "configs" / "sample.yaml"
 CONFIG_ENV = "MEMBENCH_CONFIG"
+EmbeddingBackend = Literal["auto", "fp32", "bf16", "int8"]  # what each trades: pipeline/embeddings/model.py
 
 
 class _Strict(BaseModel):
@@ -61,7 +62,7 @@ class ComponentConfig(_Strict):
 
 
 class EmbeddingConfig(_Strict):
-    """Embedding model settings (see resources/embeddings.py for what each backend trades)."""
+    """Embedding model settings (see pipeline/embeddings/model.py for what each backend trades)."""
 
     model: str = "all-MiniLM-L6-v2"
     # 32: measured on 2 cores (bf16, all-MiniLM-L6-v2), 2,048 LongMemEval_S turns of ~4.4k chars:
@@ -72,7 +73,7 @@ class EmbeddingConfig(_Strict):
     batch_size: int = 32
     max_seq_length: int | None = None  # None = the model's own limit; longer texts are truncated
     device: str = "cpu"
-    backend: Literal["auto", "fp32", "bf16", "int8"] = "auto"  # auto = bf16 on native-bf16 hardware
+    backend: EmbeddingBackend = "auto"  # auto = bf16 on native-bf16 hardware
     num_threads: int | None = None  # torch threads in total; None = CPUs available to the process
     workers: int = 1  # >1: embed bulk jobs in that many processes, num_threads split between them
 
@@ -138,6 +139,20 @@ class BenchmarkConfig(_Strict):
             if dupes:
                 raise ValueError(f"duplicate {label} name(s) in config: {dupes}")
         return self
+
+    @property
+    def judge_block(self) -> str:
+        """The block whose endpoint the judges use: ``judge_llm`` when the config has one, else ``llm``.
+
+        Why a separate judge endpoint: a benchmark answers with the model under test and judges with
+        a fixed, usually stronger one (LongMemEval and LoCoMo both judge with GPT-4o-class models),
+        often at another provider with its own key and quota.
+        """
+        return "judge_llm" if self.judge_llm is not None else "llm"
+
+    def judge_endpoint(self) -> LLMConfig | None:
+        """The judges' endpoint (``judge_block``'s), None when the config has no LLM at all."""
+        return self.judge_llm if self.judge_llm is not None else self.llm
 
     @property
     def base_dir(self) -> Path:

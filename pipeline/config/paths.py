@@ -1,4 +1,4 @@
-"""Is a dataset's file there and readable? Asked when a config loads (issue 24 item 2).
+"""Is a dataset's file there and readable? Asked when a config loads.
 
 Why at load: a missing or unreadable dataset file used to pass ``check-config`` and surface only
 in the embeddings step, with a message about canonical tables that did not name the file. The

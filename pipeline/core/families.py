@@ -13,7 +13,6 @@ from __future__ import annotations
 FAMILY_MC10 = "mc10"
 FAMILY_LOCOMO = "locomo"
 FAMILY_LONGMEMEVAL = "longmemeval"
-FAMILIES = (FAMILY_LOCOMO, FAMILY_MC10, FAMILY_LONGMEMEVAL)
 
 # LongMemEval marks its abstention questions (the answer is not in the haystack) by this id suffix
 ABSTENTION_SUFFIX = "_abs"

@@ -53,7 +53,3 @@ def split_evidence(raw: str) -> list[EvidenceToken]:
         tokens.append(EvidenceToken(raw, normalized, joined + kinds))
     return tokens
 
-
-def session_number(normalized: str) -> int:
-    """``"D3:7"`` -> 3."""
-    return int(normalized[1:].split(":", 1)[0])

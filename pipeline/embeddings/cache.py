@@ -53,7 +53,7 @@ def short_text_calls() -> Iterator[None]:
 
     Why: the offline reader embeds hundreds of ~22-token sentences per question, which run 2-4x
     faster on one torch thread than on two on a busy 2-core machine; the cached encoder embeds
-    such calls with its ``encode_threads`` (resources/embeddings.py). Calls outside the block
+    such calls with its ``encode_threads`` (pipeline/embeddings/spec.py). Calls outside the block
     (question texts at retrieval, bulk unit texts) keep ``num_threads``, so their vectors, and
     the retrievals computed from them, are bit-identical to before. Per thread / async task.
     """
@@ -142,10 +142,6 @@ class EmbeddingCache:
         self._shards: list[Path] = []
         self._vectors: dict[int, np.ndarray] = {}
         self.reload()
-
-    @classmethod
-    def for_results_dir(cls, results_dir: Path, model: str) -> EmbeddingCache:
-        return cls(embeddings_dir(results_dir), model)
 
     # ---- index ---------------------------------------------------------------------------
     def reload(self) -> None:

@@ -1,8 +1,8 @@
 """Which embedding model a config means, resolved without loading it (no Dagster, no torch import).
 
-Why separate from resources/embeddings.py: unit hashes (pipeline/memory/systems.py) and the cache
+Why apart from the model (model.py): unit hashes (pipeline/memory/systems.py) and the cache
 layout need the recorded model variant (``label|backend|seqN``) long before any model is loaded,
-and library code must not import the Dagster resources layer.
+and importing torch for that would cost every start-up.
 """
 
 from __future__ import annotations
@@ -11,14 +11,13 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import get_args
 
-from pipeline.config.model import EmbeddingConfig
+from pipeline.config.model import EmbeddingBackend, EmbeddingConfig
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 BUNDLED_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
-Backend = Literal["auto", "fp32", "bf16", "int8"]
-BACKENDS: tuple[str, ...] = ("auto", "fp32", "bf16", "int8")
+BACKENDS: tuple[str, ...] = get_args(EmbeddingBackend)
 
 
 class EmbeddingModelError(ValueError):

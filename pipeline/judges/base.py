@@ -64,12 +64,11 @@ class JudgeFailed(RuntimeError):
 
 
 class UnparseableVerdict(JudgeFailed):
-    """The judge LLM answered, but its reply holds no verdict (e.g. "Maybe"); never cached."""
+    """The judge LLM answered, but its reply holds no verdict (e.g. "Maybe"); never cached.
 
-
-# how a stored judgment error starts when its reply held no verdict (pipeline.run.stage.timed stores
-# "<exception class>: <message>"); the report counts these rows (n_unparseable_verdict)
-UNPARSEABLE_ERROR_PREFIX = f"{UnparseableVerdict.__name__}:"
+    The stored error is "<class name>: <message>" (pipeline.run.stage.timed), so it starts with
+    pipeline.core.status.UNPARSEABLE_ERROR_PREFIX, which the report counts (n_unparseable_verdict).
+    """
 
 
 class JudgeConfigError(ValueError):
@@ -125,6 +124,12 @@ class JudgeSpec:
     official_model: str | None = None  # the model the published protocol used (recorded in reports)
     # strict model of the judge's ``params``; None = generated from ``allowed_params`` (each optional)
     params_model: type[BaseModel] | None = None
+
+
+def judge_model(params: Mapping[str, Any], spec: JudgeSpec, endpoint_model: str | None) -> str | None:
+    """The model an LLM judge asks: its ``model`` param, else the judge's own default, else the judges'
+    endpoint's model. The one precedence rule: binding a judge and the manifest both use it."""
+    return params.get("model") or spec.default_model or endpoint_model
 
 
 @cache

@@ -2,7 +2,7 @@
 
 Official scoring: the definitions of snap-research/locomo ``task_eval/evaluation.py`` (which
 membench does not carry: its code is CC BY-NC 4.0), implemented here and checked question by
-question against figures that code produced (tests/test_judges_locomo_parity.py):
+question against figures that code produced (tests/judges/test_locomo_parity.py):
 - ``normalize_answer``: drop ',', lower-case, strip ASCII punctuation, replace the words
   a/an/the/and by a space (word boundaries of the third-party ``regex`` module, as the official
   code uses), collapse whitespace.
@@ -183,7 +183,7 @@ LOCOMO_F1_JUDGE = JudgeSpec(
     description="official LoCoMo token F1 (Porter-stemmed; cat 1 multi-answer, cat 3 gold before ';', "
     "cat 5 'no information available'/'not mentioned')",
     aggregate=AGG_MEAN_SCORE,
-    version="2",  # 2: raw category-5 substring rule, regex-module word boundaries (issue 10)
+    version="2",  # 2: raw category-5 substring rule, regex-module word boundaries
     fingerprint=_FINGERPRINT,
 )
 LOCOMO_EXACT_MATCH_JUDGE = JudgeSpec(
@@ -192,7 +192,7 @@ LOCOMO_EXACT_MATCH_JUDGE = JudgeSpec(
     fn=locomo_exact_match,
     description="official LoCoMo exact match: equal sets of normalised tokens (cat 5 as in F1)",
     aggregate=AGG_ACCURACY,
-    version="2",  # 2: raw category-5 substring rule, regex-module word boundaries (issue 10)
+    version="2",  # 2: raw category-5 substring rule, regex-module word boundaries
     fingerprint=_FINGERPRINT,
 )
 LOCOMO_KEYWORD_OVERLAP_JUDGE = JudgeSpec(
@@ -201,6 +201,6 @@ LOCOMO_KEYWORD_OVERLAP_JUDGE = JudgeSpec(
     fn=locomo_keyword_overlap,
     description="gold substring of prediction OR >= 60% of gold keywords present (seed 001; cat 5 as in F1)",
     aggregate=AGG_ACCURACY,
-    version="2",  # 2: raw category-5 substring rule, regex-module word boundaries (issue 10)
+    version="2",  # 2: raw category-5 substring rule, regex-module word boundaries
     fingerprint=_FINGERPRINT,
 )

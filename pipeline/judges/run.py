@@ -18,16 +18,11 @@ from functools import partial
 from typing import Any
 
 from pipeline.core.records import QuestionRow
-from pipeline.judges.base import (
-    BoundJudge,
-    JudgeContext,
-    JudgeInput,
-    Verdict,
-    dataset_kind,
-)
+from pipeline.core.units import repeat_unit
+from pipeline.judges.base import BoundJudge, JudgeContext, JudgeInput, Verdict, dataset_kind
 from pipeline.judges.select import JudgeBenchmark, judges_for
 from pipeline.readers.base import LLMClient
-from pipeline.readers.run import answer_units, guarded, repeat_unit, rows_by_unit, upstream_error
+from pipeline.readers.run import answer_units, guarded, rows_by_unit, upstream_error
 from pipeline.run.stage import UnitResult, UnitSpec, WorkItem, timed
 from pipeline.store.corpus import Corpus
 from pipeline.store.results import ResultStore

@@ -9,7 +9,7 @@ registry: every judge it binds, configured or default, arrives resolved in the b
 from __future__ import annotations
 
 from pipeline.config.specs import Benchmark, ComponentSpec
-from pipeline.judges.base import DEFAULT_JUDGES, BoundJudge, JudgeConfigError, JudgeSpec
+from pipeline.judges.base import DEFAULT_JUDGES, BoundJudge, JudgeConfigError, JudgeSpec, judge_model
 from pipeline.memory.base import MemorySystem
 from pipeline.readers.base import LLMClient, Reader
 
@@ -27,7 +27,7 @@ def bind_judge(spec: ComponentSpec[JudgeSpec], llm: LLMClient | None) -> BoundJu
             "remove it from 'judges:' or configure an LLM (it is never replaced by another judge)"
         )
     params = spec.params_given()
-    model = (params.get("model") or judge.default_model or llm.model) if (judge.needs_llm and llm is not None) else None
+    model = judge_model(params, judge, llm.model) if (judge.needs_llm and llm is not None) else None
     return BoundJudge(spec.name, judge, params, model)
 
 

@@ -89,7 +89,7 @@ def fixed_llm_settings(resolved: ResolvedConfig) -> list[str]:
     """One line per (component, setting) whose LLM calls do not send the ``llm:`` block's value."""
     cfg = resolved.config
     notes = _reader_notes(resolved, cfg.llm) if cfg.llm is not None else []
-    judge_llm, block = (cfg.judge_llm, "judge_llm") if cfg.judge_llm is not None else (cfg.llm, "llm")
+    judge_llm, block = cfg.judge_endpoint(), cfg.judge_block
     if judge_llm is None:
         return notes
     for who, metric in _judge_metrics(cfg, resolved):

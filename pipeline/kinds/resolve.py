@@ -274,18 +274,13 @@ def check_config(cfg: BenchmarkConfig) -> ResolvedConfig:
     for spec in specs:
         if not _needs_llm(spec):
             continue
-        endpoint = (cfg.judge_llm or cfg.llm) if spec.section == SECTION_JUDGES else cfg.llm
+        endpoint = cfg.judge_endpoint() if spec.section == SECTION_JUDGES else cfg.llm
         if endpoint is None:
             block = "'judge_llm:' or 'llm:'" if spec.section == SECTION_JUDGES else "'llm:'"
             raise ComponentError(
                 f"{source}: {spec.where}: kind: {spec.kind!r} needs an LLM but the config has no {block} block"
             )
     return res
-
-
-def load_resolved(path: str | None = None) -> ResolvedConfig:
-    """Load and check a config file (default ``$MEMBENCH_CONFIG``): every mistake as a ConfigError."""
-    return check_config(load_config(path))
 
 
 @lru_cache(maxsize=8)

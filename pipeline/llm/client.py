@@ -103,7 +103,7 @@ class EndpointHealth:
     Why: with the per-call retries alone, every question waited through its own backoff on a dead
     endpoint (136 s to stop a stage with the shipped defaults, 166 s black-holed). Once one call
     has spent its ``unreachable_retries`` on it, the others make one attempt each (a probe: the
-    first reply marks it up again), so the stage's own breaker (pipeline/stage.py) stops it soon.
+    first reply marks it up again), so the stage's own breaker (pipeline/run/stage.py) stops it soon.
     """
 
     def __init__(self) -> None:
@@ -521,16 +521,12 @@ ROLE_JUDGES: Role = "judges"
 
 
 def endpoint_for(cfg: BenchmarkConfig, role: str) -> LLMConfig | None:
-    """The endpoint of ``role``: readers (and memory systems) use ``llm:``; judges use ``judge_llm:``
-    when set, else ``llm:``.
-
-    Why a separate judge endpoint: a benchmark answers with the model under test and judges with a
-    fixed, usually stronger one (LongMemEval and LoCoMo both judge with GPT-4o-class models), often
-    at another provider with its own key and quota. The judge model is part of every judgment's
-    unit hash, so pointing ``judge_llm`` at a new model re-runs exactly the judgments.
-    """
+    """The endpoint of ``role``: readers (and memory systems) use ``llm:``; judges use
+    ``BenchmarkConfig.judge_endpoint`` (``judge_llm:`` when set, else ``llm:``). The judge model is
+    part of every judgment's unit hash, so pointing ``judge_llm`` at a new model re-runs exactly the
+    judgments."""
     if role == ROLE_JUDGES:
-        return cfg.judge_llm or cfg.llm
+        return cfg.judge_endpoint()
     return cfg.llm
 
 

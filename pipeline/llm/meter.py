@@ -64,4 +64,4 @@ class Meter:
             return self._now
 
 
-METER = Meter()  # every LLM client of this process adds to it (resources/llm.py)
+METER = Meter()  # every LLM client of this process adds to it (pipeline/llm/client.py)

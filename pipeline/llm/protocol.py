@@ -1,6 +1,6 @@
 """The LLM wire protocol: request/reply records, reply-body parsing and retry timing.
 
-Why separate from the resource (resources/llm.py): readers and judges under ``pipeline/`` type
+Why separate from the client (pipeline/llm/client.py): readers and judges under ``pipeline/`` type
 against ``ChatClient``/``LLMReply`` without importing Dagster resources, and these pure functions
 (what counts as a usable completion, how long to wait before a retry) are unit-tested on their own.
 """

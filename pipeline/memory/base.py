@@ -88,7 +88,7 @@ class MemorySystem(Protocol):
     kind: str
     # its params schema (a pydantic BaseModel class): the resolved params enter the unit hash.
     # type[Any], not type[BaseModel]: a protocol attribute is invariant, so type[BaseModel] would reject
-    # every system whose params_model is a subclass; config_resolve checks it is a BaseModel class at load.
+    # every system whose params_model is a subclass; kinds/resolve.py checks it is a BaseModel class at load.
     params_model: type[Any]
     version: int  # bump when a code change alters what it stores or returns for the same params
 

@@ -20,10 +20,6 @@ from pipeline.memory.base import MemoryUnit, RetrievalResult, RetrievedUnit
 
 ORDER_TIME: Final = "time"  # grouped by session, oldest first (how a conversation reads)
 ORDER_RANK: Final = "rank"  # best match first, each unit prefixed with its session and date
-ORDERS = (ORDER_TIME, ORDER_RANK)
-
-DROP_OLDEST = "oldest"  # full context: the most recent sessions matter most for the reader
-DROP_LOWEST_RANK = "lowest_rank"  # retrieval: keep the best matches
 
 _DATE_FORMAT = "%Y-%m-%d (%a) %H:%M"
 _TOKEN = re.compile(r"\w+|[^\w\s]")

@@ -4,7 +4,7 @@ Follows xiaowu0162/LongMemEval ``src/retrieval/run_retrieval.py`` (``process_ite
 the corpus, ``run_flat_retrieval`` with ``retriever='flat-bm25'`` for the ranking): the corpus of
 pipeline.memory.flat_corpus, BM25Okapi over ``split(" ")`` tokens of documents and question
 (pipeline.memory.okapi), ranked by ``argsort(scores)[::-1]``. Rankings equal the official code's
-document for document (tests/test_flat_retrievers_parity.py, LongMemEval_S, both granularities).
+document for document (tests/memory/test_flat_retrievers_parity.py, LongMemEval_S, both granularities).
 Each ranked unit carries its BM25 score in the ``bm25`` column.
 """
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -39,7 +40,6 @@ from pipeline.memory.params import MemoryConfigError, ParamsInput
 
 KIND = "flat_dense"
 GTE_TASK = "Given a query about personal information, retrieve relevant chat history that answer the query."
-PROTOCOLS = ("contriever", "stella", "gte")
 
 
 class FlatDenseParams(FlatParams):
@@ -55,6 +55,39 @@ def query_text(protocol: str, question: str) -> str:
 
 def normalises(protocol: str) -> bool:
     return protocol != "contriever"
+
+
+# A plain transformers model folder: config, weights and tokenizer, without the sentence-transformers
+# modules (modules.json, pooling and Normalize configs). sentence-transformers loads such a folder with
+# mean pooling and no normalisation: how facebook/contriever is loaded, the ``contriever`` protocol's case.
+PLAIN_MODEL_FILES: tuple[str, ...] = (
+    "config.json",
+    "model.safetensors",
+    "special_tokens_map.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+)
+
+
+def link_plain_model(source: Path, folder: Path) -> Path:
+    """Make ``folder`` a plain model folder of ``source``'s weights: symbolic links to its PLAIN_MODEL_FILES.
+
+    ``source`` is a model folder holding those files (such as the bundled all-MiniLM-L6-v2, a
+    sentence-transformers folder); ``folder`` is created when missing and must not hold them yet.
+    Returns ``folder``, to give as ``params.model`` (the ``contriever`` protocol on those weights).
+    Raises FileNotFoundError naming the files ``source`` lacks (nothing is linked then).
+    """
+    missing = [name for name in PLAIN_MODEL_FILES if not (source / name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"model folder {str(source)!r} lacks {', '.join(missing)} (a plain model folder needs "
+            f"{', '.join(PLAIN_MODEL_FILES)})"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in PLAIN_MODEL_FILES:
+        (folder / name).symlink_to(source / name)
+    return folder
 
 
 class LocalModel:

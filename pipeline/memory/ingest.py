@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.status import STATUS_FAILED, STATUS_OK
 from pipeline.memory.base import MemoryDeps, MemorySystem, MemoryUnit
 from pipeline.memory.checkpoint import (
     Checkpoint,
@@ -31,7 +32,7 @@ from pipeline.memory.checkpoint import (
     save,
 )
 from pipeline.memory.systems import MemoryBenchmark, SystemSpec, checkpoint_every, filter_roles, system_specs
-from pipeline.run.stage import STATUS_FAILED, STATUS_OK, UnitResult, UnitSpec, WorkItem
+from pipeline.run.stage import UnitResult, UnitSpec, WorkItem
 from pipeline.store.corpus import Corpus, HaystackSession
 from pipeline.store.results import ResultStore
 from pipeline.util.filelock import file_lock

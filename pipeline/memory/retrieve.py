@@ -18,12 +18,13 @@ from functools import partial
 from typing import Any
 
 from pipeline.core.records import QuestionRow
+from pipeline.core.status import STATUS_FAILED
 from pipeline.core.tokens import count_tokens
 from pipeline.memory.base import MemorySystem, RetrievalResult
 from pipeline.memory.checkpoint import load
 from pipeline.memory.ingest import MemoryRun, haystack_groups
 from pipeline.memory.systems import SystemSpec, uses_encoder
-from pipeline.run.stage import STATUS_FAILED, UnitResult, UnitSpec, WorkItem, timed
+from pipeline.run.stage import UnitResult, UnitSpec, WorkItem, timed
 
 
 class RetrievalContractError(ValueError):

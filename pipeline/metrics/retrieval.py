@@ -31,11 +31,11 @@ Levels (one pinned name each):
   as ``strip_turn_id`` makes it in ``evaluate_retrieval_turn2session``.
 - ``session_keyed`` (variant): the same conversion, with sessions identified by membench's
   session key (content + date), so a repeated id with another date counts as two sessions. This
-  was the ``session`` level from issue 10 to issue 25; it differs from the official value only on
+  was membench's ``session`` level before the official conversion; it differs from the official value only on
   questions whose haystack repeats a session id.
 - ``session_dedup`` (variant, NOT LongMemEval's): sessions in the order they first appear among
   the ranked units, each scored once, k not widened; any turn of an answer session counts as a
-  hit. This was membench's ``session`` level before issue 10; on a turn ranking it is higher
+  hit. This was membench's first ``session`` level; on a turn ranking it is higher
   than the official value (LongMemEval_S, BM25 turns: recall_any@5 .861 vs .742).
 
 Exclusions (counted, never scored as zero): LongMemEval abstention questions (question id ends
@@ -72,13 +72,6 @@ OUTCOME_EXCLUDED_NO_GOLD = "excluded_no_gold"
 OUTCOME_RETRIEVAL_FAILED = "retrieval_failed"
 # a system whose items carry session keys but no turn ids (a memory product's derived facts): turn level undefined
 OUTCOME_EXCLUDED_NO_SOURCE_IDS = "excluded_no_source_ids"
-OUTCOMES: tuple[str, ...] = (
-    OUTCOME_SCORED,
-    OUTCOME_EXCLUDED_ABSTENTION,
-    OUTCOME_EXCLUDED_NO_GOLD,
-    OUTCOME_RETRIEVAL_FAILED,
-    OUTCOME_EXCLUDED_NO_SOURCE_IDS,
-)
 
 # how a dataset's gold units are derived from its canonical evidence
 PROTOCOL_LONGMEMEVAL = "longmemeval"

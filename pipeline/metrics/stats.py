@@ -20,11 +20,9 @@ import duckdb
 # the standard normal 0.975 quantile: a two-sided 95 % interval
 Z_95 = 1.959963984540054
 
-P50 = 0.5
 P95 = 0.95
 
 WILSON_95 = "wilson_95"
-MCNEMAR_EXACT = "mcnemar_exact_p"
 PERCENTILE_METHOD = "linear"  # Hyndman & Fan type 7 = numpy default = DuckDB quantile_cont
 
 BOOTSTRAP_95 = "bootstrap_percentile_95"

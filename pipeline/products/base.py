@@ -40,11 +40,10 @@ from pipeline.memory.checkpoint import file_safe
 from pipeline.memory.context import format_date
 from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams, parse_params
 from pipeline.products.proxy import PHASE_INGESTION, PHASE_SEARCH, EndpointOptions, Meter, product_proxy
-from pipeline.products.state import StateDir, StateUntrusted
+from pipeline.products.state import PRODUCTS_SUBDIR, StateDir, StateUntrusted
 from pipeline.store.corpus import HaystackSession
 
 KIND_PRODUCT_SESSION = "product_session"
-PRODUCTS_SUBDIR = "products"
 
 
 class ProductCallFailed(RuntimeError):

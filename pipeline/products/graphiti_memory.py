@@ -150,7 +150,7 @@ class GraphitiMemory(ProductMemory):
         embedder = OpenAIEmbedderConfig(
             api_key=PROXY_KEY, base_url=self.base_url, embedding_model=self.embed_model, embedding_dim=self.embed_dims
         )
-        with warnings.catch_warnings():  # the Kuzu backend's deprecation notice: said in docs/products.md
+        with warnings.catch_warnings():  # the Kuzu backend's deprecation notice: said in docs/guide/products.md
             warnings.simplefilter("ignore", DeprecationWarning)
             self.driver = KuzuDriver(str(path))
         # graphiti's own OpenAI clients, with membench's patience and no retry of their own (membench retries)

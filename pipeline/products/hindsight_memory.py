@@ -56,7 +56,7 @@ class HindsightParams(ProductParams):
     retain_max_completion_tokens: int | None = Field(default=None, gt=3000)
     # Hindsight's fact-extraction mode (HINDSIGHT_API_RETAIN_EXTRACTION_MODE). None keeps its default
     # (concise). "chunks" stores each chunk of a session as it is, with no LLM call: what is left to
-    # measure is Hindsight's retrieval (docs/products.md says when a run needs it).
+    # measure is Hindsight's retrieval (docs/guide/products.md says when a run needs it).
     retain_extraction_mode: RetainMode | None = None
     # OpenAI's frequency_penalty, which membench's endpoint adds to Hindsight's LLM calls (Hindsight sets
     # none). With it the 1.5B local model stops instead of repeating one fact to the reply cap.

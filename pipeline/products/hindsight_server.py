@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+from pipeline.config.model import PROJECT_ROOT
+
 DEFAULT_VENV = PROJECT_ROOT / ".venv-hindsight"
 SERVER_PACKAGE = "hindsight-api-slim[embedded-db]==1.1.0"
 ROOT_PG_HOME = Path("/var/lib/postgresql/membench-hindsight")  # as root: a directory the postgres user owns

@@ -34,7 +34,7 @@ so a request goes upstream as the product sent it):
   after reading, and a reply that still has no call is a failed call, never cached.
 - ``frequency_penalty``: OpenAI's ``frequency_penalty``, added to every chat request of the product
   that does not set one itself. A small local model can repeat one JSON object until its reply cap
-  (Hindsight's fact extraction with the 1.5B model, docs/products.md); a penalty lets it stop. It
+  (Hindsight's fact extraction with the 1.5B model, docs/guide/products.md); a penalty lets it stop. It
   is a forwarded param, so it enters the cache key, and the system's params name it in every report.
 
 An upstream failure (membench's retries exhausted) is answered with HTTP 400 and the client's

@@ -20,6 +20,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+PRODUCTS_SUBDIR = "products"  # <state dir>/products/<kind>-<params hash>: one folder per product instance
 STATE_FILE = "STATE"
 LIVE = "live"
 SNAPSHOTS = "snap"

@@ -40,7 +40,7 @@ from pipeline.config.model import PROJECT_ROOT, BenchmarkConfig
 from pipeline.config.printed_commands import RUN_ALL
 from pipeline.config.specs import Benchmark, ComponentSpec
 from pipeline.datasets.base import DatasetFileError
-from pipeline.judges.base import DEFAULT_JUDGES, JudgeSpec
+from pipeline.judges.base import DEFAULT_JUDGES, JudgeSpec, judge_model
 from pipeline.provenance.releases import file_sha256, match_release, records_sha256
 from pipeline.readers.presets import presets_fingerprint
 from pipeline.readers.prompts import prompts_fingerprint
@@ -119,7 +119,8 @@ def models(bench: Benchmark[Any, Any, Any]) -> dict[str, Any]:
     """Model ids: embedder, each reader's and judge's LLM, model-like params of memory systems."""
     cfg = bench.config
     llm = cfg.llm.model if cfg.llm else None
-    judge_llm = cfg.judge_llm.model if cfg.judge_llm else llm
+    judge_endpoint = cfg.judge_endpoint()
+    judge_llm = judge_endpoint.model if judge_endpoint else None
     readers = {
         s.name: (s.params_json().get("model") or llm) if getattr(s.impl, "uses_llm", False) else None
         for s in bench.readers
@@ -128,8 +129,8 @@ def models(bench: Benchmark[Any, Any, Any]) -> dict[str, Any]:
     for s in _judge_specs(bench):
         if not s.impl.needs_llm:
             judges[s.name] = None  # rule-based
-        elif cfg.judge_llm or cfg.llm:
-            judges[s.name] = s.params_given().get("model") or s.impl.default_model or judge_llm
+        elif judge_endpoint is not None:
+            judges[s.name] = judge_model(s.params_given(), s.impl, judge_llm)
         else:
             judges[s.name] = "not run: no LLM configured"
     systems = {

@@ -28,7 +28,7 @@ LABEL_OFFLINE = "offline"
 
 
 class LLMClient(ChatClient, Protocol):
-    """The LLM API readers and judges use: resources/llm.py ``OpenAIChatClient`` (cached, retried, priced).
+    """The LLM API readers and judges use: pipeline/llm/client.py ``OpenAIChatClient`` (cached, retried, priced).
 
     ``model`` is the default model name; it goes into the answers' config hash so that switching
     models recomputes answers instead of mixing two models' results under one unit name.
@@ -93,7 +93,7 @@ class Reader(Protocol):
     label: str
     # its params schema (a ReaderParams class): the resolved params enter the unit hash. type[Any], not
     # type[ReaderParams]: a protocol attribute is invariant, so that would reject every reader whose params_model
-    # is a subclass; config_resolve checks it is a BaseModel class at load.
+    # is a subclass; kinds/resolve.py checks it is a BaseModel class at load.
     params_model: type[Any]
     uses_encoder: bool
     uses_llm: bool

@@ -8,7 +8,7 @@ over the retrieved units (a cross-encoder's score of the same pairs when ``cross
 is set); the argmax wins, ties going to the lowest index. With nothing retrieved the options
 are scored against the question itself (still deterministic; ``context_tokens`` = 0 shows it).
 
-Free form, in two steps (issue 14: the answers stage was 55 % of a full run, embedding ~200k
+Free form, in two steps (one step made the answers stage 55 % of a full run, embedding ~200k
 context sentences one question at a time):
 1. Turn shortlist from vectors the pipeline already has. The retrieved units are split into turns
    (a new turn starts at a line ``<speaker>: ...`` whose speaker starts one of the units; a unit
@@ -43,7 +43,7 @@ replay: 2,811 model calls of ~7 texts, 120.4 s -> 95 calls of a 32-question chun
 split into parallel lanes of one torch thread each (``lane_calls``: 6,000 sentences in calls of
 1,000: 6.1 s on two threads -> 5.0 s in two lanes; in calls of 200: 6.8 -> 6.2 s); a question answered
 without it embeds its own sentences in a call marked ``short_text_calls()``, on one torch thread
-(resources/embeddings.py ENCODE_THREADS: 2.2-3.2x less CPU than two threads for such small
+(pipeline/embeddings/spec.py ENCODE_THREADS: 2.2-3.2x less CPU than two threads for such small
 calls in three A/B replays on the shared box). Query and turn vectors keep the encoder's thread count: a
 different thread count moves bf16 vectors by ~1e-4 in cosine, which moved the retrievals'
 semantic scores and flipped one near-tie answer of 1,070 when queries also ran on one thread.

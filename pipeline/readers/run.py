@@ -29,6 +29,8 @@ import pyarrow as pa
 from pipeline.config.model import ComponentConfig
 from pipeline.config.specs import Benchmark
 from pipeline.core.records import QuestionRow
+from pipeline.core.status import STATUS_FAILED, STATUS_OK
+from pipeline.core.units import repeat_unit
 from pipeline.memory.base import MemorySystem, RetrievalResult
 from pipeline.memory.systems import system_specs
 from pipeline.readers.base import (
@@ -40,7 +42,7 @@ from pipeline.readers.base import (
     retrieval_from_row,
     units_column,
 )
-from pipeline.run.stage import STATUS_FAILED, STATUS_OK, UnitResult, UnitSpec, WorkItem, timed
+from pipeline.run.stage import UnitResult, UnitSpec, WorkItem, timed
 from pipeline.store.corpus import Corpus
 from pipeline.store.results import ResultStore
 from pipeline.util.parallel import parallel_map
@@ -76,14 +78,6 @@ class AnswerUnit:
 
 def _hash(parts: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-REPEAT_SEP = "~"  # not allowed in config names, so a repeat's unit never collides with a reader's
-
-
-def repeat_unit(unit: str, repeat: int) -> str:
-    """Repeat 1 keeps the plain unit (its rows and cache keys from before repeats existed)."""
-    return unit if repeat == 1 else f"{unit}{REPEAT_SEP}{repeat}"
 
 
 def answer_units(bench: ReaderBenchmark, dataset: str) -> list[AnswerUnit]:

@@ -38,7 +38,7 @@ SECTIONS: dict[str, str] = {
     "retrieval": "retrieval_report",
     "integrity_flags": "integrity_flags",  # pipeline/provenance/manifest.py: shown beside the numbers they qualify
     "product_usage": "product_usage",  # pipeline/catalog/products.py
-    **{view: view for view in (*OFFICIAL_VIEWS, "repeat_report", "judge_repeat_report")},  # official/repeat_views.py
+    **{view: view for view in (*OFFICIAL_VIEWS, "repeat_report", "judge_repeat_report")},  # catalog official, repeats
 }
 
 

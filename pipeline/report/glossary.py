@@ -38,7 +38,7 @@ REPORT_DEFINITIONS: dict[str, str] = {
         "differences; p = min(1, 2 * min(share of resampled mean differences <= 0, share >= 0))."
     ),
     "mean_score": "mean of the judge's score over scored questions (e.g. token F1 for locomo_f1).",
-    "integrity flags": (  # pipeline/provenance/manifest.py; docs/manifest.md
+    "integrity flags": (  # pipeline/provenance/manifest.py; docs/guide/manifest.md
         "beside the numbers they qualify: 'sliced' (the config's limit / limit_per_type / question_ids: the "
         "numbers cover N of the file's questions), 'failed questions' (not scored, retried next run), "
         "'top_k ≥ haystack' (the system ranked every session and indexed turn of the haystack: its retrieval "

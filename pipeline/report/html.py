@@ -1,6 +1,6 @@
 """The HTML report: static pages a person opens from the results folder, no server, no network.
 
-Layout (issue 13: the old single page was 31,000 px tall with a 26-column table):
+Layout (one page per dataset: a single page was 31,000 px tall with a 26-column table):
 - ``report.html``: the overview. Per dataset, one compact table of systems x metrics (value and
   95 % interval, failures beside it) and the per-question-type table of the dataset's main
   metric with the systems side by side; links to the dataset pages; metric definitions folded.
@@ -284,7 +284,7 @@ def retrieval_summary(rows: Sequence[Row], badges: dict[str, str] | None = None)
     head = "<th>system</th><th>scored / excluded / failed</th>" + "".join(
         f"<th>{esc(h)}</th>" for _, _, h in RETRIEVAL_SUMMARY
     )
-    head += "<th>retrieval ms p50 / p95</th>"  # per question, every question of the system (issue 14 item 5)
+    head += "<th>retrieval ms p50 / p95</th>"  # per question, every question of the system
     body = []
     for s in systems:
         base = by.get((s, "session")) or by.get((s, "turn")) or {}

@@ -5,7 +5,7 @@ reader on the same dataset. Each (dataset, metric, judge, reader) is a group; sy
 inside a group only. When one (dataset, metric) appears under several readers or judges, the
 groups are printed apart and a note says they are not ranked against each other.
 
-Every figure comes from a run's ``accuracy_report`` view (pipeline/report/views.py): the
+Every figure comes from a run's ``accuracy_report`` view (pipeline/catalog/report.py): the
 headline value (accuracy, or the mean score of a mean metric), its 95 % interval and method,
 the scored / judged counts (failures are counted, never scored), reader tokens and cost per
 question. For product memory systems (pipeline/products) the memory's own LLM usage during

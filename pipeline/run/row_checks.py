@@ -11,6 +11,8 @@ import pandas as pd
 import pandera.errors
 import pandera.pandas as pa
 
+from pipeline.core.status import STATUS_FAILED, STATUSES
+
 STAGE_ROWS = pa.DataFrameSchema(
     {
         "partition_key": pa.Column(str, pa.Check.str_matches(r"^[A-Za-z0-9_-]+$")),
@@ -18,13 +20,13 @@ STAGE_ROWS = pa.DataFrameSchema(
         "question_id": pa.Column(str),
         "unit": pa.Column(str),
         "unit_hash": pa.Column(str),
-        "status": pa.Column(str, pa.Check.isin(["ok", "failed"])),
+        "status": pa.Column(str, pa.Check.isin(list(STATUSES))),
         "error": pa.Column(str, nullable=True),
         "duration_s": pa.Column(float, pa.Check.ge(0), nullable=True),
     },
     checks=[
         pa.Check(
-            lambda df: (df["status"] == "failed") == df["error"].notna(),
+            lambda df: (df["status"] == STATUS_FAILED) == df["error"].notna(),
             error="a failed row must carry its error and an ok row none",
         ),
     ],

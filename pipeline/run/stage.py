@@ -25,15 +25,14 @@ import pyarrow as pa
 from pipeline.config.model import BenchmarkConfig
 from pipeline.core.partitions import dataset_of
 from pipeline.core.record_hash import failure_hash, question_hashes
+from pipeline.core.status import STATUS_FAILED, STATUS_OK
+from pipeline.core.units import system_of
 from pipeline.llm.protocol import is_unreachable
 from pipeline.run.progress import Progress
-from pipeline.run.stale import configured_systems, stale_systems, system_of, with_note
+from pipeline.run.stale import configured_systems, stale_systems, with_note
 from pipeline.run.status_index import StageIndex
 from pipeline.store.results import ResultStore
 from pipeline.util.heap import fewer_collections
-
-STATUS_OK = "ok"
-STATUS_FAILED = "failed"
 
 STATUS_FIELDS: list[pa.Field] = [
     pa.field("partition_key", pa.string()),
@@ -186,10 +185,6 @@ class StageOutcome:
     files_read: int = 0  # stored partition files opened to find what is done (the index saves the rest)
     seconds: float = 0.0
     preview: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def ok_keys(self) -> int:
-        return self.keys_total - len(self.failed)
 
 
 def reached_endpoint(result: UnitResult) -> bool:

@@ -16,15 +16,10 @@ from typing import Any
 
 from pipeline.config.model import BenchmarkConfig
 from pipeline.core.partitions import dataset_of
+from pipeline.core.status import STATUS_FAILED
+from pipeline.core.units import system_of
 from pipeline.run.status_index import StageIndex
 from pipeline.store.results import STAGE_TABLES, ResultStore
-
-STATUS_FAILED = "failed"  # = pipeline.run.stage.STATUS_FAILED (not imported: the driver imports this module)
-
-
-def system_of(unit: str) -> str:
-    """The memory system of a stored unit (``rag/offline/exact_match`` -> ``rag``)."""
-    return unit.split("/", 1)[0]
 
 
 def row_system(unit: str, stage: str) -> str | None:

@@ -262,7 +262,7 @@ class ResultStore:
         """A folder of hard links to every viewed Parquet file as it is now (same relative paths).
 
         Why: DuckDB reads a file's footer when it binds a view and its row groups when it scans; a
-        run renaming a new file over it in between made a query read half of each (issue 24 item 3:
+        run renaming a new file over it in between made a query read half of each (measured:
         "Out of buffer", "Invalid data"). A link is the old inode: replaced or retired files stay
         readable, unchanged, until the connection closes and the folder goes. No data is copied.
         """

@@ -3,7 +3,7 @@
 Why a hand-written, table-tested parser: the window must be computed relative to the question's
 own date (LongMemEval asks "two months ago" on 2023/05/30), offline and deterministically; a
 general date library would guess at ambiguous phrases silently. Each rule below is one row of
-tests/test_channels_temporal.py.
+tests/memory/test_channels_temporal.py.
 
 Windows (closed intervals, both ends datetimes; ``ref`` = question date):
 

@@ -1,0 +1,89 @@
+"""Two ``full_benchmark`` runs on one config: the second is refused, nothing is computed twice (issue 24 item 5).
+
+Both are real ``dagster job execute -j full_benchmark`` processes on one results folder and one
+Dagster instance, with an LLM reader against the project's fake server. The fake server holds
+every reply until the test releases it, so the first run is certainly mid-answers (it claimed the
+config at its first step) while the second starts: no sleeps, no timing. The second run must stop
+at its first step with one line naming the first run; after the release the first run completes,
+and the fake server has seen each prompt exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from pipeline.llm.fake_server import FakeOpenAIServer
+from tests.support.dagster import dagster_cli_env, lme_sample_config
+from tests.support.paths import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def _config(tmp_path: Path, base_url: str) -> Path:
+    return lme_sample_config(
+        tmp_path,
+        "collide",
+        memory_systems=[{"name": "full", "kind": "full_context"}],
+        readers=[{"name": "llm", "kind": "llm"}],
+        judges=[{"name": "lme_contains_normalized", "kind": "lme_contains_normalized"}],
+        llm={"base_url": base_url, "model": "fake-model", "api_key_env": "MEMBENCH_TEST_KEY", "timeout_s": 900},
+    )
+
+
+def _execute(env: dict[str, str]) -> subprocess.Popen[str]:
+    dagster = str(Path(sys.executable).parent / "dagster")
+    return subprocess.Popen(
+        [dagster, "job", "execute", "-j", "full_benchmark"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def test_a_second_run_on_a_held_config_is_refused_and_nothing_is_asked_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = FakeOpenAIServer(default_reply="A golden retriever.", default_delay_s=3600).start()
+    release = threading.Event()
+    server.stopping = release  # every reply waits on this event (the server's delay): set = answer now
+    first = second = None
+    try:
+        config = _config(tmp_path, server.base_url)
+        env = dagster_cli_env(tmp_path, config)
+        first = _execute(env)
+        while server.request_count == 0:  # the first run is answering: it holds the config
+            assert first.poll() is None, first.communicate()[0][-3000:]
+            release.wait(0.05)
+        second = _execute(env)
+        out, _ = second.communicate(timeout=900)
+        assert second.returncode != 0
+        monkeypatch.setenv("DAGSTER_HOME", env["DAGSTER_HOME"])
+        with dg.DagsterInstance.get() as instance:
+            live = [r for r in instance.get_runs() if r.status == dg.DagsterRunStatus.STARTED]
+        assert len(live) == 1
+        holder = live[0].run_id
+        lines = [line for line in out.splitlines() if f"is held by run {holder}" in line]
+        assert lines, out[-3000:]
+        assert "config 'collide' is held by run" in lines[0]
+        assert "Dependencies for step collide__embeddings failed" in out  # stopped at its first step
+        release.set()
+        first_out, _ = first.communicate(timeout=900)
+        assert first.returncode == 0, first_out[-3000:]
+    finally:
+        release.set()
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        server.stop()
+    prompts = [json.dumps(r["messages"], sort_keys=True) for r in server.requests]
+    assert len(prompts) == 8 and len(set(prompts)) == len(prompts)  # each question asked once, by one run

@@ -1,0 +1,51 @@
+"""Partition keys read at definitions load equal the keys the canonical conversion writes.
+
+Why it matters: Dagster partitions are fixed when the definitions load (pipeline/datasets/keys.py),
+the questions are written later by the canonical asset; if the two disagreed, a question would
+have results but no partition (or a partition that can never be done).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.config.model import DatasetConfig
+from pipeline.datasets.convert import convert_dataset
+from pipeline.datasets.keys import dataset_keys
+from pipeline.store.results import ResultStore
+from tests.support.paths import PROJECT_ROOT
+
+SAMPLES = PROJECT_ROOT / "pipeline" / "sample_data"
+
+
+@pytest.mark.parametrize(
+    ("loader", "file", "limit", "per_type", "expected"),
+    [
+        ("locomo", "locomo_sample.json", None, None, 27),
+        ("locomo", "locomo_sample.json", 5, None, 5),
+        ("locomo", "locomo_sample.json", None, 2, 10),  # 5 LoCoMo categories x 2
+        ("locomo_mc10", "locomo_mc10_sample.jsonl", None, 1, 5),
+        ("longmemeval", "longmemeval_s_sample.json", 3, 1, 3),
+    ],
+)
+def test_keys_at_load_equal_the_converted_keys(
+    tmp_path: Path, loader: str, file: str, limit: int | None, per_type: int | None, expected: int
+) -> None:
+    ds = DatasetConfig(name="d", loader=loader, path=str(SAMPLES / file), limit=limit, limit_per_type=per_type)
+    store = ResultStore(results_dir=str(tmp_path / "res"))
+    before = dataset_keys(ds, store.parquet_root)  # a scan of the file (no canonical tables yet)
+    assert before.error is None and len(before.keys) == expected
+    convert_dataset(ds, store, lambda _m: None)
+    written = pq.read_table(store.canonical_path("d", "questions"), columns=["partition_key"]).column(0).to_pylist()
+    assert list(before.keys) == written
+    after = dataset_keys(ds, store.parquet_root)  # now read from the up-to-date canonical tables
+    assert after.keys == before.keys
+
+
+def test_missing_file_gives_no_keys_and_a_named_error(tmp_path: Path) -> None:
+    ds = DatasetConfig(name="d", loader="locomo", path=str(tmp_path / "absent.json"))
+    keys = dataset_keys(ds, tmp_path / "parquet")
+    assert keys.keys == () and "absent.json" in (keys.error or "")

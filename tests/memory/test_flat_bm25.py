@@ -1,0 +1,109 @@
+"""``flat_bm25``: LongMemEval's BM25 variant on a hand-computed table, its corpus rules, its YAML entry.
+
+Hand table (k1 1.5, b 0.75, epsilon 0.25): documents "a b", "a c c", "d"; avgdl = 2.
+idf(a) = ln(1.5) - ln(2.5) < 0 -> floored to 0.25 * mean idf of {a, b, c, d}; idf(b,c,d) = ln(2.5) - ln(1.5).
+Length norms k1 * (1 - b + b * |d| / avgdl): 1.5, 2.0625, 0.9375. Query "a c":
+doc 0 = idf(a) * 2.5 / 2.5; doc 1 = idf(a) * 2.5 / 3.0625 + idf(c) * 5 / 4.0625; doc 2 = 0.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.config.model import load_config
+from pipeline.kinds.memory import MEMORY_SYSTEMS
+from pipeline.kinds.resolve import load_benchmark
+from pipeline.memory.base import MemoryDeps
+from pipeline.memory.flat_bm25 import KIND, FlatBm25Memory
+from pipeline.memory.okapi import OkapiIndex, argsort_order, tokenize
+from pipeline.memory.params import MemoryConfigError
+from pipeline.memory.systems import system_specs
+from tests.support.memory import HAYSTACK, build_haystack, question
+from tests.support.paths import PROJECT_ROOT
+
+POS = math.log(2.5) - math.log(1.5)
+FLOOR = 0.25 * ((-POS + 3 * POS) / 4)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("a c", [FLOOR * 2.5 / 2.5, FLOOR * 2.5 / 3.0625 + POS * 5 / 4.0625, 0.0]),
+        ("c c", [0.0, 2 * POS * 5 / 4.0625, 0.0]),  # a repeated query token counts again
+        ("d", [0.0, 0.0, POS * 2.5 / 1.9375]),
+        ("A", [0.0, 0.0, 0.0]),  # case kept: 'A' is not 'a'
+        ("zzz", [0.0, 0.0, 0.0]),  # unknown token adds 0
+    ],
+)
+def test_okapi_scores_of_the_hand_table(query: str, expected: list[float]) -> None:
+    index = OkapiIndex.build([tokenize(t) for t in ("a b", "a c c", "d")])
+    assert index.avgdl == 2.0 and index.idf["a"] == pytest.approx(FLOOR)
+    assert list(index.scores(tokenize(query))) == pytest.approx(expected, abs=1e-15)
+
+
+def test_tokens_are_split_on_single_spaces_only() -> None:
+    assert tokenize("Hi  there, you") == ["Hi", "", "there,", "you"]
+    assert tokenize("") == [""]
+
+
+def test_argsort_order_is_argsort_reversed() -> None:
+    assert argsort_order(OkapiIndex.build([["a", "b"], ["a", "c", "c"], ["d"]]).scores(["a", "c"])) == [1, 0, 2]
+
+
+def test_turn_corpus_holds_user_turns_as_given_in_haystack_order() -> None:
+    memory = FlatBm25Memory({}, MemoryDeps(encoder=None))
+    for hs in build_haystack():
+        memory.ingest_session(HAYSTACK, hs)
+    assert [u.unit_id for u in memory.units] == ["s0:0", "s0:2", "s1:0", "s1:2", "s2:0", "s2:2"]
+    assert memory.units[0].text == "I adopted a golden retriever puppy last weekend, his name is Biscuit."
+    result = memory.retrieve(question("What is the name of my puppy?"))
+    assert len(result.units) == 6 and result.units[0].unit_id == "s0:0"  # every document ranked by default
+    assert result.units[0].bm25 is not None and result.units[0].semantic is None
+    assert [u.rank for u in result.units] == list(range(1, 7))
+
+
+def test_session_corpus_joins_user_turns_with_one_space() -> None:
+    memory = FlatBm25Memory({"granularity": "session", "top_k": 2}, MemoryDeps(encoder=None))
+    for hs in build_haystack():
+        memory.ingest_session(HAYSTACK, hs)
+    first = memory.units[0]
+    assert first.unit_id == "s0" and first.turn_ids == ("s0:0", "s0:2")
+    assert first.text == ("I adopted a golden retriever puppy last weekend, his name is Biscuit. "
+                          "Yes, he chews everything, especially my shoes.")  # fmt: skip
+    result = memory.retrieve(question("Which tram did I take in Lisbon?"))
+    assert len(result.units) == 2 and result.units[0].unit_id == "s1"  # top_k cuts the stored ranking
+
+
+def test_both_roles_on_request_and_strict_params() -> None:
+    memory = FlatBm25Memory({"roles": ["user", "assistant"]}, MemoryDeps(encoder=None))
+    memory.ingest_session(HAYSTACK, build_haystack()[0])
+    assert len(memory.units) == 4
+    with pytest.raises(MemoryConfigError, match="granularity"):
+        FlatBm25Memory({"granularity": "chunk"}, MemoryDeps(encoder=None))
+
+
+def test_an_empty_memory_returns_nothing() -> None:
+    result = FlatBm25Memory({}, MemoryDeps(encoder=None)).retrieve(question("anything?"))
+    assert result.units == () and result.context == ""
+
+
+def test_registered_and_usable_from_yaml(tmp_path: Path) -> None:
+    assert MEMORY_SYSTEMS.get(KIND) is FlatBm25Memory
+    sample = PROJECT_ROOT / "pipeline/sample_data/locomo_sample.json"
+    path = tmp_path / "flat.yaml"
+    path.write_text(yaml.safe_dump({
+        "results_dir": str(tmp_path / "res"),
+        "datasets": [{"name": "loco", "loader": "locomo", "path": str(sample)}],
+        "memory_systems": [{"name": "bm25_turns", "kind": "flat_bm25"},
+                           {"name": "bm25_sessions", "kind": "flat_bm25", "params": {"granularity": "session"}}],
+    }))  # fmt: skip
+    load_config.cache_clear()
+    specs = system_specs(load_benchmark(str(path)), "loco")
+    assert [(s.name, s.kind) for s in specs] == [("bm25_turns", KIND), ("bm25_sessions", KIND)]
+    assert specs[0].unit_hash != specs[1].unit_hash
+    built = specs[1].build(MemoryDeps(encoder=None))
+    assert isinstance(built, FlatBm25Memory) and built.params.granularity == "session"
