@@ -16,8 +16,6 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from tests.support.paths import PROJECT_ROOT, SHARED_DATASETS
-
 
 def under_ci() -> bool:
     """CI sets ``CI=true`` (as GitHub Actions and most runners do)."""
@@ -47,7 +45,11 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, N
 
 @pytest.fixture(scope="session")
 def shared_datasets() -> Path:
-    """shared/datasets when present; skipped otherwise (users won't have it; CI=true fails instead)."""
+    """shared/datasets when present; skipped otherwise (users won't have it; CI=true fails instead).
+
+    The paths are read inside the fixture: this file also runs alone (tests/tree/test_ci_no_skips.py)."""
+    from tests.support.paths import SHARED_DATASETS
+
     if not (SHARED_DATASETS / "locomo10.json").exists():
         pytest.skip("shared/datasets is absent")
     return SHARED_DATASETS
@@ -55,4 +57,6 @@ def shared_datasets() -> Path:
 
 @pytest.fixture(scope="session")
 def project_root() -> Path:
+    from tests.support.paths import PROJECT_ROOT
+
     return PROJECT_ROOT

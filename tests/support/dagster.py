@@ -5,7 +5,7 @@ from, so they build the stage assets of their config with explicit keys (the sam
 pipeline/definitions.py uses) and run them for one partition or a range, as Dagster would.
 
 The comparison itself is the library's (assets/partition_status.py ``status_mismatches``, which
-benchmarks/soak.py also runs), re-exported here. Also: the LongMemEval-sample config with an LLM
+benchmarks/soak.py also runs); the tests import it through this module. Also: the LongMemEval-sample config with an LLM
 reader whose questions FAILING fail, and the environment of a ``dagster`` CLI process.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 import dagster as dg
 import yaml
 
-from assets.partition_status import status_mismatches as status_mismatches  # re-exported for the tests
+from assets.partition_status import status_mismatches as status_mismatches  # the tests import it from here
 from assets.question_assets import build_stage_assets, question_partitions
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
 from pipeline.config.model import load_config
