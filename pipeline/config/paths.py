@@ -9,12 +9,18 @@ truncated file, a non-UTF-8 byte) are left to the loaders: they fail that datase
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
-def path_problem(path: Path) -> str | None:
-    """Why ``path`` cannot be read as a dataset file (one line naming it), or None when it can."""
+def path_problem(path: Path, folder_ok: bool = False) -> str | None:
+    """Why ``path`` cannot be read as a dataset file (one line naming it), or None when it can.
+
+    ``folder_ok``: the loader reads a folder (BEAM's layout); a readable folder passes here and
+    the loader's own layout check says whether it holds the dataset."""
     if path.is_dir():
+        if folder_ok:
+            return None if os.access(path, os.R_OK | os.X_OK) else f"cannot be read: {path}: permission denied"
         return f"{path} is a directory, not a file"
     if not path.exists():
         return f"file not found: {path}"

@@ -101,6 +101,10 @@ class QuestionRow:
     evidence_raw: tuple[str, ...] | None = dfield(
         default=None, metadata=col("LoCoMo evidence list exactly as given (unsplit, unrepaired); NULL without one")
     )
+    difficulty: str | None = dfield(default=None, metadata=col("difficulty label as given (BEAM); NULL without one"))
+    rubric: tuple[str, ...] | None = dfield(
+        default=None, metadata=col("rubric items the answer is judged on, in the given order (BEAM); NULL without one")
+    )
 
 
 @dataclass(frozen=True)

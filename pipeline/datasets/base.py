@@ -37,7 +37,7 @@ LoaderFn = Callable[[Path, str], Generator[ParsedRecord, None, None]]
 
 # Bump when a loader's output changes for the same input: the converter's manifest then forces a
 # re-conversion instead of skipping an unchanged source file.
-LOADER_VERSION = "2"  # 2: questions.evidence_raw (LoCoMo evidence as given)
+LOADER_VERSION = "3"  # 2: questions.evidence_raw (LoCoMo evidence as given); 3: questions.difficulty, .rubric
 
 
 def describe(file: str | Path, record_index: int | None, record_id: str | None, field: str | None, message: str) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import os
 import shutil
@@ -52,7 +53,7 @@ from pipeline.core.records import (
     QuestionRow,
 )
 from pipeline.datasets.base import LOADER_VERSION, DatasetFileError, KeyConflictFailure
-from pipeline.datasets.loaders import LOADERS
+from pipeline.datasets.loaders import LOADERS, SOURCE_FILES, source_files
 from pipeline.datasets.slicing import sliced
 from pipeline.store.results import ResultStore, write_parquet_atomic
 
@@ -249,7 +250,7 @@ def _source_manifest(ds: DatasetConfig, src: Path) -> dict[str, Any]:
         st = src.stat()
     except FileNotFoundError:
         raise DatasetFileError(src, f"file not found (dataset {ds.name!r})") from None
-    return {
+    out: dict[str, Any] = {
         "dataset": ds.name,
         "loader": ds.loader,
         "loader_version": LOADER_VERSION,
@@ -260,6 +261,18 @@ def _source_manifest(ds: DatasetConfig, src: Path) -> dict[str, Any]:
         "limit_per_type": ds.limit_per_type,
         "question_ids": list(ds.question_ids) if ds.question_ids else None,
     }
+    if ds.loader in SOURCE_FILES:  # several files (a folder's own mtime misses an edit inside it)
+        out["parts"] = _parts_digest(source_files(ds.loader, src))
+    return out
+
+
+def _parts_digest(files: list[Path]) -> dict[str, Any]:
+    """How many files, and a digest of each one's (path, size, mtime_ns)."""
+    h = hashlib.sha1(usedforsecurity=False)
+    for f in files:
+        st = f.stat()
+        h.update(f"{f}\x00{st.st_size}\x00{st.st_mtime_ns}\n".encode("utf-8", "surrogatepass"))
+    return {"files": len(files), "digest": h.hexdigest()[:16]}
 
 
 def _read_manifest(out: Path) -> dict[str, Any] | None:

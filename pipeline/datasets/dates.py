@@ -1,4 +1,4 @@
-"""Date parsing for the three source formats (raw strings are always kept next to the parsed value).
+"""Date parsing for the source formats (raw strings are always kept next to the parsed value).
 
 Why per-format parsers instead of a fuzzy parser: a fuzzy parser silently guesses day/month order;
 these formats are fixed, so anything else is reported as an ``unparseable_date`` quality issue.
@@ -13,6 +13,7 @@ import re
 from functools import lru_cache
 
 LOCOMO_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+BEAM_FORMAT = "%B-%d-%Y"  # BEAM time anchors: "March-15-2024"
 _LONGMEMEVAL = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})\s*$")
 
 
@@ -36,6 +37,20 @@ def parse_longmemeval_datetime(raw: str) -> dt.datetime | None:
         return dt.datetime(year, month, day, hour, minute)
     except ValueError:
         return None
+
+
+@lru_cache(maxsize=65536)
+def parse_beam_datetime(raw: str) -> dt.datetime | None:
+    """BEAM ``time_anchor``: ``"March-15-2024"`` (a day, no time)."""
+    try:
+        return dt.datetime.strptime(raw.strip(), BEAM_FORMAT)
+    except ValueError:
+        return None
+
+
+def format_beam(value: dt.datetime) -> str:
+    """Inverse of ``parse_beam_datetime`` (used by the sample generator)."""
+    return f"{value.strftime('%B')}-{value.day:02d}-{value.year}"
 
 
 @lru_cache(maxsize=65536)

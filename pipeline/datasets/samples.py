@@ -3,7 +3,8 @@
 Why generated: the samples must be byte-for-byte reproducible (a test regenerates them and
 compares with the committed files) and mutually consistent across the three formats. They are
 small but carry every known quirk, so the sample run exercises the same code paths as the real
-data. ``python -m pipeline.datasets.samples [out_dir]`` rewrites them (default:
+data. The BEAM folder tree and the LoCoMo-Plus folder come from pipeline.datasets.samples_beam.
+``python -m pipeline.datasets.samples [out_dir]`` rewrites them (default:
 pipeline/sample_data/).
 """
 
@@ -27,13 +28,14 @@ from pipeline.datasets.sample_script import (
     MC10_FILLER_CHOICES,
     MC10_NAIVE_LABELS,
 )
+from pipeline.datasets.samples_beam import render_beam, render_locomo_plus
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
 LOCOMO_FILE = "locomo_sample.json"
 MC10_FILE = "locomo_mc10_sample.jsonl"
 LONGMEMEVAL_S_FILE = "longmemeval_s_sample.json"
 LONGMEMEVAL_ORACLE_FILE = "longmemeval_oracle_sample.json"
-SAMPLE_FILES = (LOCOMO_FILE, MC10_FILE, LONGMEMEVAL_S_FILE, LONGMEMEVAL_ORACLE_FILE)
+SAMPLE_FILES = (LOCOMO_FILE, MC10_FILE, LONGMEMEVAL_S_FILE, LONGMEMEVAL_ORACLE_FILE)  # the one-file samples
 
 _TURN = re.compile(r"^(?:\[(?P<tag>\w+)\]\s+)?(?P<speaker>[^:]+):\s?(?P<text>.*)$")
 _REF = re.compile(r"\{(\w+)(?:\|(colon|pad))?\}")
@@ -261,7 +263,7 @@ def build_longmemeval(oracle: bool) -> list[dict[str, Any]]:
 
 # ---- files --------------------------------------------------------------------------------
 def render() -> dict[str, str]:
-    """File name -> exact file content."""
+    """Path relative to the sample folder -> exact file content."""
     locomo = build_locomo()
 
     def dump(value: Any) -> str:
@@ -272,6 +274,8 @@ def render() -> dict[str, str]:
         MC10_FILE: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build_mc10(locomo)),
         LONGMEMEVAL_S_FILE: dump(build_longmemeval(oracle=False)),
         LONGMEMEVAL_ORACLE_FILE: dump(build_longmemeval(oracle=True)),
+        **render_beam(),
+        **render_locomo_plus(dump(locomo)),
     }
 
 
@@ -281,6 +285,7 @@ def write_samples(out_dir: Path = SAMPLE_DIR) -> list[Path]:
     paths = []
     for name, content in render().items():
         path = out_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
         paths.append(path)
     return paths

@@ -255,7 +255,8 @@ def check_config(cfg: BenchmarkConfig) -> ResolvedConfig:
 
     Raises ConfigError (file, entry, key) before any asset runs.
     """
-    from pipeline.datasets.loaders import LOADERS
+    from pipeline.datasets.base import DatasetFileError
+    from pipeline.datasets.loaders import FOLDER_LOADERS, LOADERS, SOURCE_FILES, source_files
 
     source = cfg.source or "<config>"
     for i, ds in enumerate(cfg.datasets):
@@ -266,7 +267,12 @@ def check_config(cfg: BenchmarkConfig) -> ResolvedConfig:
             dataset_family(ds.loader)
         except UnknownFamilyError as exc:
             raise ConfigError(f"{where}: {exc}") from None
-        problem = path_problem(ds.resolved_path(cfg.base_dir))
+        problem = path_problem(ds.resolved_path(cfg.base_dir), folder_ok=ds.loader in FOLDER_LOADERS)
+        if problem is None and ds.loader in SOURCE_FILES:  # a multi-file loader: is its layout there?
+            try:
+                source_files(ds.loader, ds.resolved_path(cfg.base_dir))
+            except DatasetFileError as exc:
+                problem = str(exc)
         if problem is not None:
             raise ConfigError(f"{source}: {entry_label('datasets', i, ds.name)}: path: {problem}")
     res = resolve_config(cfg)

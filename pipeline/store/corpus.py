@@ -28,7 +28,7 @@ class HaystackSession:
 
 def _question(d: dict) -> QuestionRow:
     d = dict(d)
-    for name in ("choices", "evidence_raw"):
+    for name in ("choices", "evidence_raw", "rubric"):
         if d.get(name) is not None:
             d[name] = tuple(d[name])
     return QuestionRow(**d)

@@ -27,7 +27,7 @@ EXPECTED_ARROW: dict[str, list[tuple[str, str]]] = {
         ("dataset", S), ("question_id", S), ("partition_key", S), ("record_index", N), ("type_raw", S),
         ("type_name", S), ("question", S), ("answer", S), ("adversarial_answer", S), ("choices", L),
         ("correct_choice_index", N), ("question_date_raw", S), ("question_date", TS), ("is_abstention", B),
-        ("haystack_id", S), ("evidence_raw", L),
+        ("haystack_id", S), ("evidence_raw", L), ("difficulty", S), ("rubric", L),
     ],
     "sessions": [
         ("dataset", S), ("session_key", S), ("source_session_id", S), ("datetime_raw", S), ("datetime", TS),
@@ -67,6 +67,7 @@ EXPECTED_PANDERA: dict[str, tuple[dict[str, tuple[Any, ...]], list[str] | None, 
             ),
             "question_date_raw": _os, "is_abstention": ("bool", False, False, False, []), "haystack_id": _s,
             "evidence_raw": ("object", True, False, False, []),
+            "difficulty": _os, "rubric": ("object", True, False, False, []),
         },
         None,
         [
@@ -156,7 +157,7 @@ GOOD: dict[str, dict[str, Any]] = {
         "dataset": "d", "question_id": "q1", "partition_key": "d__q1", "record_index": 0, "type_raw": "1",
         "type_name": "multi_hop", "question": "?", "answer": "a", "adversarial_answer": None, "choices": None,
         "correct_choice_index": None, "question_date_raw": None, "question_date": None, "is_abstention": False,
-        "haystack_id": "h", "evidence_raw": None,
+        "haystack_id": "h", "evidence_raw": None, "difficulty": None, "rubric": None,
     },
     "sessions": {
         "dataset": "d", "session_key": "s1", "source_session_id": "S1", "datetime_raw": None,

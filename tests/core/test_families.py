@@ -12,7 +12,9 @@ import re
 import pytest
 
 from pipeline.core.families import (
+    FAMILY_BEAM,
     FAMILY_LOCOMO,
+    FAMILY_LOCOMO_PLUS,
     FAMILY_LONGMEMEVAL,
     FAMILY_MC10,
     UnknownFamilyError,
@@ -34,6 +36,8 @@ from tests.support.paths import PROJECT_ROOT
         ("longmemeval", FAMILY_LONGMEMEVAL),
         ("longmemeval_s", FAMILY_LONGMEMEVAL),
         ("lme_m", FAMILY_LONGMEMEVAL),
+        ("beam", FAMILY_BEAM),
+        ("locomo_plus", FAMILY_LOCOMO_PLUS),  # not LoCoMo: its questions have no short gold answer
     ],
 )
 def test_family_of_loader_names(loader: str, family: str) -> None:

@@ -87,3 +87,28 @@ def test_a_readable_dataset_path_passes(tmp_path: Path, capsys: pytest.CaptureFi
     config = _config(tmp_path, PROJECT_ROOT / "pipeline/sample_data/longmemeval_oracle_sample.json")
     assert main(["check-config", str(config)]) == 0
     assert "ok: config" in capsys.readouterr().out
+
+
+def _folder_config(tmp_path: Path, loader: str, path: Path) -> Path:
+    cfg = {"results_dir": str(tmp_path / "res"), "datasets": [GOOD, {"name": "b", "loader": loader, "path": str(path)}]}
+    out = tmp_path / "folders.yaml"
+    out.write_text(yaml.safe_dump(cfg))
+    load_config.cache_clear()
+    return out
+
+
+def test_a_beam_folder_passes_and_a_folder_without_chats_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """BEAM is read from a folder: a tier folder passes, a folder holding no chat fails at load."""
+    good = _folder_config(tmp_path, "beam", PROJECT_ROOT / "pipeline/sample_data/beam/100K")
+    assert main(["check-config", str(good)]) == 0
+    capsys.readouterr()
+    empty = tmp_path / "empty_tier"
+    empty.mkdir()
+    bad = _folder_config(tmp_path, "beam", empty)
+    assert main(["check-config", str(bad)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"datasets[1] (name: b): path: {empty}" in line and "no BEAM chat folder" in line
+    plus = _folder_config(tmp_path, "locomo_plus", PROJECT_ROOT / "pipeline/sample_data/locomo_plus")
+    assert main(["check-config", str(plus)]) == 0

@@ -104,3 +104,43 @@ def test_longmemeval_s(shared_datasets: Path) -> None:
         "integer_answer": 32,
         "answer_session_no_has_answer": 94,
     }
+
+
+BEAM_ABILITY_COUNT = 10  # two questions per ability and chat
+
+
+@pytest.mark.parametrize(
+    ("tier", "chats", "sessions", "messages", "issues"),
+    [
+        ("100K", 20, 90, 5732, {"batch_time_from_message": 90, "position_marker": 2191, "position_marker_malformed": 8,
+                                "evidence_duplicate": 15, "no_reference_answer": 80, "difficulty_missing": 1}),
+        ("500K", 35, 350, 38058, {"batch_time_from_message": 350, "position_marker": 14412,
+                                  "position_marker_malformed": 177, "no_reference_answer": 140, "no_evidence": 1,
+                                  "evidence_duplicate": 21}),
+        ("1M", 9, 90, 16002, {"batch_time_from_message": 90, "position_marker": 6187, "position_marker_malformed": 70,
+                              "no_reference_answer": 36, "evidence_duplicate": 10, "no_evidence": 1}),
+    ],
+)  # fmt: skip
+def test_beam_tiers(shared_datasets: Path, tier: str, chats: int, sessions: int, messages: int, issues: dict) -> None:
+    """BEAM as released (100K and 500K complete, 9 of the 35 1M chats): every question loads, every
+    source_chat_ids entry points at a message; markers end 22,790 messages (255 more are malformed)."""
+    records = list(LOADERS.get("beam")(shared_datasets / "beam" / "chats" / tier, f"beam_{tier}"))
+    questions = [r.question for r in records if r.question]
+    assert len(questions) == chats * 2 * BEAM_ABILITY_COUNT and not [r for r in records if r.failure]
+    assert set(Counter(q.type_raw for q in questions).values()) == {chats * 2}
+    found = {s.session.session_key: s for r in records for s in r.sessions}
+    assert (len(found), sum(len(s.turns) for s in found.values())) == (sessions, messages)
+    assert quality(records) == issues
+
+
+def test_locomo_plus(shared_datasets: Path) -> None:
+    """LoCoMo-Plus: 401 items, ~100 per relation type, in the ten LoCoMo conversations; 15 time gaps
+    ("several months later" and the like) name no amount and give 0 days, as the official code."""
+    records = list(LOADERS.get("locomo_plus")(shared_datasets / "locomo_plus" / "locomo_plus.json", "locomo_plus"))
+    questions = [r.question for r in records if r.question]
+    assert len(questions) == 401 and not [r for r in records if r.failure]
+    assert Counter(q.type_raw for q in questions) == {"causal": 101, "state": 100, "goal": 100, "value": 100}
+    assert Counter(q.question_id.split("_plus")[0] for q in questions)["conv-26"] == 41
+    sessions = {s.session.session_key for r in records for s in r.sessions}
+    assert len(sessions) == 272 + 401  # LoCoMo's sessions once, and one cue session per item
+    assert quality(records) == {"date_without_session": 16, "image_caption": 1226, "time_gap_unparsed": 15}
