@@ -25,11 +25,22 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, create_model
 
-from pipeline.core.families import FAMILY_LOCOMO, FAMILY_LONGMEMEVAL, FAMILY_MC10, UnknownFamilyError, dataset_family
+from pipeline.core.families import (
+    FAMILY_BEAM,
+    FAMILY_LOCOMO,
+    FAMILY_LOCOMO_PLUS,
+    FAMILY_LONGMEMEVAL,
+    FAMILY_MC10,
+    UnknownFamilyError,
+    dataset_family,
+)
 from pipeline.core.records import QuestionRow
 from pipeline.metrics.aggregates import (  # noqa: F401 - the pinned names, re-exported for every judge module
     AGG_ACCURACY,
     AGG_MEAN_SCORE,
+    METRIC_BEAM_EVENT_ORDERING,
+    METRIC_BEAM_OFFICIAL,
+    METRIC_BEAM_RUBRIC_MEAN,
     METRIC_LME_CONTAINS_NORMALIZED,
     METRIC_LME_LLM_JUDGE,
     METRIC_LME_OFFICIAL_LLM_JUDGE,
@@ -37,6 +48,7 @@ from pipeline.metrics.aggregates import (  # noqa: F401 - the pinned names, re-e
     METRIC_LOCOMO_F1,
     METRIC_LOCOMO_KEYWORD_OVERLAP,
     METRIC_LOCOMO_LLM_JUDGE,
+    METRIC_LOCOMO_PLUS_JUDGE,
     METRIC_MC_ACCURACY,
     METRIC_MEM0_LOCOMO_JUDGE,
     METRIC_MEM0_LOCOMO_JUDGE_STRICT,
@@ -47,6 +59,8 @@ from pipeline.readers.base import LLMClient
 KIND_MC10 = FAMILY_MC10
 KIND_LOCOMO = FAMILY_LOCOMO
 KIND_LONGMEMEVAL = FAMILY_LONGMEMEVAL
+KIND_BEAM = FAMILY_BEAM
+KIND_LOCOMO_PLUS = FAMILY_LOCOMO_PLUS
 
 DEFAULT_JUDGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # kind: (judges without an LLM, judges added when an LLM is configured)
@@ -56,6 +70,9 @@ DEFAULT_JUDGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (METRIC_LOCOMO_LLM_JUDGE,),
     ),
     KIND_LONGMEMEVAL: ((METRIC_LME_CONTAINS_NORMALIZED,), (METRIC_LME_OFFICIAL_LLM_JUDGE,)),
+    # rubric-judged: no judge without an LLM (the report lists these as unavailable then)
+    KIND_BEAM: ((), (METRIC_BEAM_OFFICIAL, METRIC_BEAM_RUBRIC_MEAN, METRIC_BEAM_EVENT_ORDERING)),
+    KIND_LOCOMO_PLUS: ((), (METRIC_LOCOMO_PLUS_JUDGE,)),
 }
 
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -57,17 +56,15 @@ from pipeline.judges.base import (
     METRIC_MEM0_LOCOMO_JUDGE,
     METRIC_MEM0_LOCOMO_JUDGE_STRICT,
     JudgeContext,
-    JudgeFailed,
     JudgeInput,
     JudgeSpec,
-    UnparseableVerdict,
     Verdict,
     text_fingerprint,
 )
+from pipeline.judges.calls import judge_chat, unparseable
 from pipeline.judges.lme import is_lme_abstention, lme_gold
 from pipeline.judges.locomo import CAT_ADVERSARIAL, category
-from pipeline.llm.cache import discard_reply
-from pipeline.llm.protocol import EMPTY_COMPLETION, LLMReply
+from pipeline.llm.protocol import LLMReply
 
 # ---- LongMemEval (official prompts) -------------------------------------------------------
 _LME_INTRO = "I will give you a question, a correct answer, and a response from a model. "
@@ -358,9 +355,6 @@ def mem0_locomo_judge_strict(inp: JudgeInput, ctx: JudgeContext) -> Verdict:
 
 
 # ---- shared -------------------------------------------------------------------------------
-JUDGE_TEMPERATURE = 0.0  # every protocol here judges at temperature 0 (llm.temperature is not used)
-
-
 def _chat(
     ctx: JudgeContext,
     prompt: str,
@@ -370,30 +364,14 @@ def _chat(
     params: Mapping[str, Any] | None = None,
     empty_is_reply: bool = False,
 ) -> LLMReply:
-    """The judge's one call; a transport failure raises JudgeFailed. ``empty_is_reply``: an empty
-    completion (which the LLM client reports as a malformed reply) is returned as the text ""."""
-    if ctx.llm is None:
-        raise JudgeFailed("this judge needs an LLM and none is configured")
-    if ctx.repeat > 1:  # a judge repeat: its own sampling seed and LLM cache key
-        params = {**(params or {}), "seed": ctx.repeat}
-    reply = ctx.llm.chat(
-        [{"role": "user", "content": prompt}],
-        model=ctx.params.get("model") or default_model,
-        temperature=JUDGE_TEMPERATURE,
-        max_tokens=max_tokens,
-        params=params,
+    """The judge's one call: ``prompt`` as one user message (pipeline.judges.calls.judge_chat)."""
+    messages = [{"role": "user", "content": prompt}]
+    return judge_chat(
+        ctx, messages, max_tokens, default_model=default_model, params=params, empty_is_reply=empty_is_reply
     )
-    if not reply.ok and empty_is_reply and EMPTY_COMPLETION in (reply.error or ""):
-        return replace(reply, text="", ok=True, error=None)
-    if not reply.ok:
-        raise JudgeFailed(f"judge LLM call failed ({reply.model}): {reply.error}")
-    return reply
 
 
-def _unparseable(reply: LLMReply, what: str) -> UnparseableVerdict:
-    """Discard the reply from the LLM cache (so the next attempt asks again) and build the error."""
-    discard_reply(reply.cache_key, f"unparseable judge verdict ({what})")
-    return UnparseableVerdict(f"judge reply is {what}: {reply.text!r:.200}")
+_unparseable = unparseable
 
 
 def _verdict(label: bool, reply: LLMReply, details: dict[str, Any]) -> Verdict:

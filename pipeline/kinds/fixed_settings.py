@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pipeline.config.model import BenchmarkConfig, LLMConfig
 from pipeline.judges import base as judges_base
 from pipeline.judges import llm as llm_judges
+from pipeline.judges import locomo_plus as locomo_plus_judge
+from pipeline.judges.calls import JUDGE_TEMPERATURE
 from pipeline.kinds.resolve import ResolvedConfig
-from pipeline.readers import presets
+from pipeline.readers import presets, presets_beam
 from pipeline.readers.llm import KIND as LLM_READER_KIND
 from pipeline.readers.llm import LLMReaderParams
 
@@ -30,7 +32,9 @@ class FixedSetting:
 
 _LME_QA = "LongMemEval's evaluate_qa.py"
 _MEM0 = "mem0's evaluation/metrics/llm_judge.py"
-_JUDGE_TEMP = llm_judges.JUDGE_TEMPERATURE
+_BEAM = "BEAM's compute_metrics.py (gpt-4.1-mini at temperature 0)"
+_LOCOMO_PLUS = "LoCoMo-Plus's llm_as_judge.py"
+_JUDGE_TEMP = JUDGE_TEMPERATURE
 
 # judge metric -> what its calls fix (judges without an entry send the llm block's values)
 JUDGE_FIXED: dict[str, tuple[FixedSetting, ...]] = {
@@ -44,6 +48,13 @@ JUDGE_FIXED: dict[str, tuple[FixedSetting, ...]] = {
     ),
     judges_base.METRIC_MEM0_LOCOMO_JUDGE: (FixedSetting("temperature", _JUDGE_TEMP, _MEM0),),
     judges_base.METRIC_MEM0_LOCOMO_JUDGE_STRICT: (FixedSetting("temperature", _JUDGE_TEMP, _MEM0),),
+    judges_base.METRIC_BEAM_OFFICIAL: (FixedSetting("temperature", _JUDGE_TEMP, _BEAM),),
+    judges_base.METRIC_BEAM_RUBRIC_MEAN: (FixedSetting("temperature", _JUDGE_TEMP, _BEAM),),
+    judges_base.METRIC_BEAM_EVENT_ORDERING: (FixedSetting("temperature", _JUDGE_TEMP, _BEAM),),
+    judges_base.METRIC_LOCOMO_PLUS_JUDGE: (
+        FixedSetting("max_tokens", locomo_plus_judge.LOCOMO_PLUS_JUDGE_MAX_TOKENS, _LOCOMO_PLUS),
+        FixedSetting("temperature", _JUDGE_TEMP, _LOCOMO_PLUS),
+    ),
 }
 
 
@@ -67,7 +78,22 @@ def _reader_notes(resolved: ResolvedConfig, llm: LLMConfig) -> list[str]:
         if p.preset == presets.PRESET_LME_CON:
             fixed = FixedSetting("max_tokens", presets.LME_CON_MAX_TOKENS, "LongMemEval's chain-of-note reading step")
             notes.append(_line(spec.where, "per-session notes", fixed, "llm", llm))
+        notes += [_line(spec.where, "answers", f, "llm", llm) for f in _preset_fixed(p)]
     return notes
+
+
+def _preset_fixed(p: LLMReaderParams) -> list[FixedSetting]:
+    """What the BEAM / LoCoMo-Plus presets send when the reader's own params leave it unset."""
+    out: list[FixedSetting] = []
+    if p.preset == presets.PRESET_BEAM and p.temperature is None:
+        out.append(FixedSetting("temperature", presets_beam.BEAM_TEMPERATURE, "BEAM's answer_generation.py"))
+    if p.preset == presets.PRESET_LOCOMO_PLUS:
+        protocol = "LoCoMo-Plus's evaluate.sh / evaluate_qa.py"
+        if p.temperature is None:
+            out.append(FixedSetting("temperature", presets_beam.LOCOMO_PLUS_TEMPERATURE, protocol))
+        if p.max_tokens is None:
+            out.append(FixedSetting("max_tokens", presets_beam.LOCOMO_PLUS_MAX_TOKENS, protocol))
+    return out
 
 
 def _kind(loader: str) -> str | None:

@@ -8,6 +8,7 @@ process happened to import. Plugins (``package.module:Name``, entry points) are 
 from __future__ import annotations
 
 from pipeline.judges.base import JudgeSpec
+from pipeline.judges.beam import BEAM_EVENT_ORDERING_JUDGE, BEAM_OFFICIAL_JUDGE, BEAM_RUBRIC_MEAN_JUDGE
 from pipeline.judges.llm import (
     LME_LLM_JUDGE,
     LME_OFFICIAL_LLM_JUDGE,
@@ -17,6 +18,7 @@ from pipeline.judges.llm import (
 )
 from pipeline.judges.lme import LME_CONTAINS_NORMALIZED_JUDGE
 from pipeline.judges.locomo import LOCOMO_EXACT_MATCH_JUDGE, LOCOMO_F1_JUDGE, LOCOMO_KEYWORD_OVERLAP_JUDGE
+from pipeline.judges.locomo_plus import LOCOMO_PLUS_JUDGE
 from pipeline.judges.mc import MC_ACCURACY_JUDGE
 from pipeline.util.registry import Registry
 
@@ -31,6 +33,10 @@ BUILTIN_JUDGES: tuple[JudgeSpec, ...] = (
     LOCOMO_LLM_JUDGE,
     MEM0_LOCOMO_JUDGE,
     MEM0_LOCOMO_STRICT_JUDGE,
+    BEAM_OFFICIAL_JUDGE,
+    BEAM_RUBRIC_MEAN_JUDGE,
+    BEAM_EVENT_ORDERING_JUDGE,
+    LOCOMO_PLUS_JUDGE,
 )
 
 JUDGES: Registry[JudgeSpec] = Registry.of("judge", {spec.metric: spec for spec in BUILTIN_JUDGES})

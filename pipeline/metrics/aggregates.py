@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pipeline.core.families import FAMILY_LOCOMO, FAMILY_LONGMEMEVAL, FAMILY_MC10
+from pipeline.core.families import FAMILY_BEAM, FAMILY_LOCOMO, FAMILY_LOCOMO_PLUS, FAMILY_LONGMEMEVAL, FAMILY_MC10
 
 # ---- pinned metric names (one definition each; reports use these constants) ---------------
 METRIC_MC_ACCURACY = "mc_accuracy"
@@ -23,6 +23,10 @@ METRIC_LME_LLM_JUDGE = "lme_llm_judge"
 METRIC_LME_CONTAINS_NORMALIZED = "lme_contains_normalized"
 METRIC_MEM0_LOCOMO_JUDGE = "mem0_locomo_judge"
 METRIC_MEM0_LOCOMO_JUDGE_STRICT = "mem0_locomo_judge_strict"
+METRIC_BEAM_OFFICIAL = "beam_official"
+METRIC_BEAM_RUBRIC_MEAN = "beam_rubric_mean"
+METRIC_BEAM_EVENT_ORDERING = "beam_event_ordering"
+METRIC_LOCOMO_PLUS_JUDGE = "locomo_plus_judge"
 
 # how a report aggregates a metric over questions
 AGG_ACCURACY = "accuracy"  # mean of ``correct`` over rows where it is not null
@@ -40,6 +44,10 @@ METRIC_AGGREGATES: Mapping[str, str] = {
     METRIC_LME_CONTAINS_NORMALIZED: AGG_ACCURACY,
     METRIC_MEM0_LOCOMO_JUDGE: AGG_ACCURACY,
     METRIC_MEM0_LOCOMO_JUDGE_STRICT: AGG_ACCURACY,
+    METRIC_BEAM_OFFICIAL: AGG_MEAN_SCORE,
+    METRIC_BEAM_RUBRIC_MEAN: AGG_MEAN_SCORE,
+    METRIC_BEAM_EVENT_ORDERING: AGG_MEAN_SCORE,
+    METRIC_LOCOMO_PLUS_JUDGE: AGG_MEAN_SCORE,  # correct 1, partial 0.5, wrong 0
 }
 
 # metric -> dataset families it scores, for every built-in judge (the official aggregate views,
@@ -55,4 +63,8 @@ METRIC_FAMILIES: Mapping[str, frozenset[str]] = {
     METRIC_LME_CONTAINS_NORMALIZED: frozenset({FAMILY_LONGMEMEVAL}),
     METRIC_MEM0_LOCOMO_JUDGE: frozenset({FAMILY_LOCOMO}),
     METRIC_MEM0_LOCOMO_JUDGE_STRICT: frozenset({FAMILY_LOCOMO}),
+    METRIC_BEAM_OFFICIAL: frozenset({FAMILY_BEAM}),
+    METRIC_BEAM_RUBRIC_MEAN: frozenset({FAMILY_BEAM}),
+    METRIC_BEAM_EVENT_ORDERING: frozenset({FAMILY_BEAM}),
+    METRIC_LOCOMO_PLUS_JUDGE: frozenset({FAMILY_LOCOMO_PLUS}),
 }

@@ -9,7 +9,8 @@ the stage records as a failed answer (retried next run), not as an invalid or wr
 
 ``preset`` selects a published answer protocol instead of membench's own prompt (see
 pipeline.readers.presets): ``lme_official``, ``lme_official_cot``, ``lme_official_con``,
-``locomo_official`` (``seed`` draws the category-5 option order) or ``mem0_official``.
+``locomo_official`` (``seed`` draws the category-5 option order), ``mem0_official``,
+``beam_official`` or ``locomo_plus_official`` (pipeline.readers.presets_beam).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pipeline.config.model import BenchmarkConfig
 from pipeline.llm.protocol import LLMReply
 from pipeline.memory.base import RetrievedUnit
 from pipeline.metrics.retrieval import context_units
-from pipeline.readers import presets
+from pipeline.readers import presets, presets_beam
 from pipeline.readers.base import (
     LABEL_LLM,
     Answer,
@@ -52,7 +53,14 @@ class LLMReaderParams(ReaderParams):
     mc_max_tokens: int = Field(default=MC_MAX_TOKENS, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)  # None = llm.max_tokens
     preset: Literal[
-        "membench", "lme_official", "lme_official_cot", "lme_official_con", "locomo_official", "mem0_official"
+        "membench",
+        "lme_official",
+        "lme_official_cot",
+        "lme_official_con",
+        "locomo_official",
+        "mem0_official",
+        "beam_official",
+        "locomo_plus_official",
     ] = "membench"
     seed: int = 0  # locomo_official: seeds the category-5 option order (per question id)
 
@@ -77,7 +85,8 @@ class LLMReader:
         preset = params.get("preset", presets.PRESET_MEMBENCH)
         if preset == presets.PRESET_MEMBENCH:
             return f"{model}|prompts={prompts_fingerprint()}"
-        return f"{model}|prompts={prompts_fingerprint()}|preset={preset}:{presets.presets_fingerprint()}"
+        texts = presets_beam.presets_fingerprint() if preset in presets.BEAM_PRESETS else presets.presets_fingerprint()
+        return f"{model}|prompts={prompts_fingerprint()}|preset={preset}:{texts}"
 
     def answer(self, item: ReadInput) -> Answer:
         q = item.question
@@ -104,6 +113,17 @@ class LLMReader:
             text = (reply.text or "").strip()
             return _answer(reply, presets.locomo_cat5_answer(text, lq.options) if lq.category_5 else text, None,
                            invalid=False)  # fmt: skip
+        if preset == presets.PRESET_BEAM:
+            prompt = presets_beam.beam_rag_prompt(item.retrieval.context, q.question)
+            reply = self._call(prompt, self.params.max_tokens, repeat=item.repeat,
+                               protocol_temperature=presets_beam.BEAM_TEMPERATURE)  # fmt: skip
+            return _answer(reply, reply.text or "", None, invalid=False)  # kept as returned (official)
+        if preset == presets.PRESET_LOCOMO_PLUS:
+            max_tokens = self.params.max_tokens or presets_beam.LOCOMO_PLUS_MAX_TOKENS
+            prompt = presets_beam.locomo_plus_prompt(item.retrieval.context, q.question)
+            reply = self._call(prompt, max_tokens, repeat=item.repeat,
+                               protocol_temperature=presets_beam.LOCOMO_PLUS_TEMPERATURE)  # fmt: skip
+            return _answer(reply, presets_beam.locomo_plus_reply(reply.text), None, invalid=False)
         units = _context(item)
         if preset == presets.PRESET_MEM0:
             memories = [f"{item.session_dates.get(u.session_key) or ''}: {u.text}" for u in units]
@@ -125,12 +145,22 @@ class LLMReader:
         reply = self._call(prompt, self.params.max_tokens, repeat=item.repeat)
         return _answer(reply, (reply.text or "").strip(), None, invalid=False)
 
-    def _call(self, prompt: str, max_tokens: int | None, role: str = "user", repeat: int = 1) -> LLMReply:
-        """One chat call; repeat r >= 2 (reader ``repeats``) sends sampling seed r: its own cache key."""
+    def _call(
+        self,
+        prompt: str,
+        max_tokens: int | None,
+        role: str = "user",
+        repeat: int = 1,
+        protocol_temperature: float | None = None,
+    ) -> LLMReply:
+        """One chat call; repeat r >= 2 (reader ``repeats``) sends sampling seed r: its own cache key.
+        ``protocol_temperature``: a preset's value, sent when the reader's params set none (then the
+        ``llm:`` block's applies)."""
+        temperature = self.params.temperature if self.params.temperature is not None else protocol_temperature
         reply = self.llm.chat(
             [{"role": role, "content": prompt}],
             model=self.params.model,
-            temperature=self.params.temperature,
+            temperature=temperature,
             max_tokens=max_tokens,
             params={"seed": repeat} if repeat > 1 else None,
         )

@@ -10,9 +10,15 @@ import pytest
 
 from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfig, LLMConfig
 from pipeline.judges.base import (
+    DEFAULT_JUDGES,
+    KIND_BEAM,
     KIND_LOCOMO,
+    KIND_LOCOMO_PLUS,
     KIND_LONGMEMEVAL,
     KIND_MC10,
+    METRIC_BEAM_EVENT_ORDERING,
+    METRIC_BEAM_OFFICIAL,
+    METRIC_BEAM_RUBRIC_MEAN,
     METRIC_LME_CONTAINS_NORMALIZED,
     METRIC_LME_LLM_JUDGE,
     METRIC_LME_OFFICIAL_LLM_JUDGE,
@@ -20,6 +26,7 @@ from pipeline.judges.base import (
     METRIC_LOCOMO_F1,
     METRIC_LOCOMO_KEYWORD_OVERLAP,
     METRIC_LOCOMO_LLM_JUDGE,
+    METRIC_LOCOMO_PLUS_JUDGE,
     METRIC_MC_ACCURACY,
     METRIC_MEM0_LOCOMO_JUDGE,
     METRIC_MEM0_LOCOMO_JUDGE_STRICT,
@@ -322,6 +329,8 @@ def test_judge_hash_changes_with_answer_and_definition() -> None:
         ("locomo_mc10", KIND_MC10),
         ("longmemeval", KIND_LONGMEMEVAL),
         ("longmemeval_s", KIND_LONGMEMEVAL),
+        ("beam", KIND_BEAM),
+        ("locomo_plus", KIND_LOCOMO_PLUS),
     ],
 )
 def test_dataset_kind(loader: str, kind: str) -> None:
@@ -347,9 +356,19 @@ def test_every_metric_is_registered_once_with_its_pinned_name() -> None:
             METRIC_LME_CONTAINS_NORMALIZED,
             METRIC_MEM0_LOCOMO_JUDGE,
             METRIC_MEM0_LOCOMO_JUDGE_STRICT,
+            METRIC_BEAM_OFFICIAL,
+            METRIC_BEAM_RUBRIC_MEAN,
+            METRIC_BEAM_EVENT_ORDERING,
+            METRIC_LOCOMO_PLUS_JUDGE,
         ]
     )
     info = metric_info()
+    assert info[METRIC_BEAM_OFFICIAL]["official_model"] == "gpt-4.1-mini"
+    assert info[METRIC_LOCOMO_PLUS_JUDGE]["official_model"] == "gpt-4o-mini"
+    # rubric-judged benchmarks have no judge without an LLM
+    beam_llm_judges = (METRIC_BEAM_OFFICIAL, METRIC_BEAM_RUBRIC_MEAN, METRIC_BEAM_EVENT_ORDERING)
+    assert DEFAULT_JUDGES[KIND_BEAM] == ((), beam_llm_judges)
+    assert DEFAULT_JUDGES[KIND_LOCOMO_PLUS] == ((), (METRIC_LOCOMO_PLUS_JUDGE,))
     assert info[METRIC_LME_OFFICIAL_LLM_JUDGE]["official_model"] == "gpt-4o-2024-08-06"
     assert info[METRIC_MEM0_LOCOMO_JUDGE]["official_model"] == "gpt-4o-mini"
     assert info[METRIC_LOCOMO_F1]["aggregate"] == "mean_score"
