@@ -51,6 +51,8 @@ VIEW_DOCS: dict[str, str] = {
     "and without category 5",
     "locomo_official_recall": "LoCoMo's official evidence recall per category (evaluation_stats.py)",
     "locomo_official_by_distance": "LoCoMo accuracy by distance of the oldest evidence, 1K-token bins",
+    "beam_official_abilities": "BEAM's per-ability table (report_results.py): mean over chats of each chat's mean, "
+    "then the average of the ten abilities",
     "repeat_report": "readers with repeats: accuracy per repeat, mean and sample sd across repeats, majority vote",
     "judge_repeat_report": "judges with repeats (judge noise on the same answers): as repeat_report",
     **agentic.VIEW_DOCS,
@@ -226,6 +228,14 @@ VIEW_COLUMNS: dict[str, dict[str, str]] = {
         "majority_accuracy": "share of questions where more than half of the repeats that scored it are correct",
         "n_questions_voted": "questions scored by at least one repeat",
     } for view in ("repeat_report", "judge_repeat_report")},
+    "beam_official_abilities": {
+        "tier": "BEAM tier of the dataset (100K, 500K, 1M, 10M), read from the chat ids",
+        "row_order": "row position: the ten abilities in report_results.py's order, then ability_average",
+        "aggregate": "ability, or ability_average (mean of the ten ability scores; NULL unless all ten are present)",
+        "ability": "BEAM ability (question type; NULL on the ability_average row)",
+        "n_chats": "chats with a scored question of the ability", "n_failed": "failed answers or judgments (apart)",
+        "score": "mean over chats of the chat's mean score (the official aggregation)",
+    },
     "locomo_official_by_distance": {
         "category": "LoCoMo category", "category_order": "position in the official order 4, 1, 2, 3, 5",
         "distance_bin": "ceil(whitespace tokens up to the oldest evidence turn / 1000)",

@@ -19,6 +19,8 @@ Views (one definition each, also in pipeline/report/glossary.py):
 - ``locomo_official_recall``: per dataset x system: the official recall per category = sum of the
   per-question official evidence recall over questions WITH evidence / all questions of the category,
   and ``overall`` (sum over categories / all questions).
+- ``beam_official_abilities`` (pipeline/catalog/official_beam.py): BEAM's report_results.py table,
+  per ability: the mean over chats of each chat's mean, then the average of the ten abilities.
 - ``locomo_official_by_distance``: per dataset x system x reader x judge x category x bin:
   bin = ceil(T / 1000), T = the conversation's whitespace-token count up to and including the
   oldest evidence turn (earliest session, then its earliest dialogue), tokens of a turn =
@@ -35,8 +37,9 @@ from __future__ import annotations
 
 import duckdb
 
+from pipeline.catalog.official_beam import beam_official_abilities_sql
 from pipeline.catalog.report import OUTCOME_ANSWER_FAILED, OUTCOME_JUDGMENT_FAILED, OUTCOME_SCORED
-from pipeline.core.families import FAMILY_LOCOMO, FAMILY_LONGMEMEVAL
+from pipeline.core.families import FAMILY_BEAM, FAMILY_LOCOMO, FAMILY_LONGMEMEVAL
 from pipeline.metrics.aggregates import METRIC_FAMILIES
 from pipeline.metrics.locomo_evidence import EVIDENCE_RECALL_OFFICIAL_CONTEXT
 
@@ -65,6 +68,7 @@ OFFICIAL_VIEWS: tuple[str, ...] = (
     "locomo_official_categories",
     "locomo_official_recall",
     "locomo_official_by_distance",
+    "beam_official_abilities",
 )
 
 
@@ -249,6 +253,9 @@ def create_official_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> l
     con.execute(lme_official_accuracy_sql(_metrics_of(FAMILY_LONGMEMEVAL)))
     con.execute(locomo_official_categories_sql(locomo))
     created = ["lme_official_accuracy", "locomo_official_categories"]
+    if "questions" in tables:
+        con.execute(beam_official_abilities_sql(_metrics_of(FAMILY_BEAM)))
+        created.append("beam_official_abilities")
     if "retrieval_metrics" in tables and EVIDENCE_RECALL_OFFICIAL_CONTEXT in _columns(con, "retrieval_metrics"):
         con.execute(LOCOMO_OFFICIAL_RECALL_SQL)
         created.append("locomo_official_recall")

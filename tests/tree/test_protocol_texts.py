@@ -17,7 +17,7 @@ from tests.support.paths import PROJECT_ROOT
 
 DOC = PROJECT_ROOT / "docs" / "design" / "third_party.md"
 JUDGES, PRESETS, TEXT = "pipeline.judges.llm", "pipeline.readers.presets", "pipeline.metrics.lexical"
-BEAM, PLUS, BEAM_PRESETS = "pipeline.judges.beam", "pipeline.judges.locomo_plus", "pipeline.readers.presets_beam"
+BEAM, PLUS, BP = "pipeline.judges.beam", "pipeline.judges.locomo_plus", "pipeline.readers.presets_beam"
 
 PINNED: dict[tuple[str, str], str] = {
     (JUDGES, "LME_PROMPT_DEFAULT"): "fba020ba3d57982efdc9a937c1c01f897b789a608c7f88e60244121f6505e5bc",
@@ -40,10 +40,10 @@ PINNED: dict[tuple[str, str], str] = {
     (BEAM, "BEAM_JUDGE_PROMPT"): "d349c9a8559bed9c14bfe2e624212225b09218ff864258a739229c15f4c8e869",
     (BEAM, "BEAM_EQUIVALENCE_SYSTEM"): "0863c78c1b27d36c97bb7bfd2d4d6b88ef69b093e92bb4719e665527722413e2",
     (BEAM, "BEAM_EQUIVALENCE_USER"): "8686f5ce5009350f1d04fccc06fc23a234cfcd956603c5d54bb2161c2d2c6045",
-    (BEAM_PRESETS, "BEAM_RAG_ANSWER_PROMPT"): "ed89b98d1024432a46bd297345961cf89d2429746daec37befb50db46e0c914a",
+    (BP, "BEAM_RAG_ANSWER_PROMPT"): "ed89b98d1024432a46bd297345961cf89d2429746daec37befb50db46e0c914a",
     (PLUS, "LOCOMO_PLUS_JUDGE_PROMPT"): "83875348ab831a4f2932457bc951d37654db9f77ecaf50e7a8aacf5ff566a08b",
-    (BEAM_PRESETS, "LOCOMO_PLUS_CONV_START"): "bfb101603e38a36cfecfb7e989ae51d537907ad7ac0b89020e2b7c01046d3cb7",
-    (BEAM_PRESETS, "LOCOMO_PLUS_COGNITIVE_INSTRUCTION"): "b9f2dd0d22ec2bf45fad034c90d94f61cb9f4776999220e50dc811ebc8f7d9d3",
+    (BP, "LOCOMO_PLUS_CONV_START"): "bfb101603e38a36cfecfb7e989ae51d537907ad7ac0b89020e2b7c01046d3cb7",
+    (BP, "LOCOMO_PLUS_COGNITIVE_INSTRUCTION"): "b9f2dd0d22ec2bf45fad034c90d94f61cb9f4776999220e50dc811ebc8f7d9d3",
 }
 _DOC_ROW = re.compile(r"^\| `(?P<name>[A-Z0-9_]+)` \| `(?P<module>[\w/]+)\.py` \|.*\| `(?P<sha>[0-9a-f]{64})` \|$")
 
