@@ -16,6 +16,7 @@ from dagster import AssetExecutionContext
 from assets.layout import key
 from assets.run_claim import check_scope
 from assets.run_gate import finish_run
+from pipeline.judges.select import judged_datasets
 from pipeline.metrics.retrieval import gold_protocol
 from pipeline.provenance.manifest import write_manifest
 from pipeline.report import agentic as agentic_metrics
@@ -112,8 +113,9 @@ def benchmark_report(
     manifest, changed = write_manifest(benchmark.resolved(), store)  # pipeline/provenance/manifest.py
     if changed:
         views = store.refresh_catalog()  # its run_manifest / integrity_flags tables changed
-    data, rewritten = build_report(store)
-    if not data.rows("accuracy"):
+    judged = judged_datasets(benchmark.resolved())
+    data, rewritten = build_report(store, without_judgments=not judged)
+    if not data.rows("accuracy") and judged:
         raise dg.Failure(
             f"no judgments under {store.parquet_root} (views: {', '.join(views)}): materialize answers and "
             "judgments first"

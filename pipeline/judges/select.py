@@ -9,7 +9,7 @@ registry: every judge it binds, configured or default, arrives resolved in the b
 from __future__ import annotations
 
 from pipeline.config.specs import Benchmark, ComponentSpec
-from pipeline.judges.base import DEFAULT_JUDGES, BoundJudge, JudgeConfigError, JudgeSpec, judge_model
+from pipeline.judges.base import DEFAULT_JUDGES, BoundJudge, JudgeConfigError, JudgeSpec, dataset_kind, judge_model
 from pipeline.memory.base import MemorySystem
 from pipeline.readers.base import LLMClient, Reader
 
@@ -56,3 +56,22 @@ def unavailable_judges(kind: str, bench: JudgeBenchmark, llm: LLMClient | None) 
     if bench.config.judges or llm is not None:
         return []
     return [(n, "no LLM configured (config has no 'llm:' block)") for n in DEFAULT_JUDGES[kind][1]]
+
+
+def judged_datasets(bench: JudgeBenchmark) -> list[str]:
+    """The datasets at least one judge of this run scores (configured, else the defaults that the
+    run's endpoints allow). Why: BEAM and LoCoMo-Plus are rubric- and LLM-judged, so a run of them
+    without an LLM has no judgment at all, by design; its report still shows retrieval and answers."""
+    cfg = bench.config
+    has_llm = cfg.judge_endpoint() is not None
+    out = []
+    for ds in cfg.datasets:
+        kind = dataset_kind(ds.loader)
+        if cfg.judges:
+            judged = any(s.applies_to(ds.name) and kind in s.impl.kinds for s in bench.judges)
+        else:
+            base, with_llm = DEFAULT_JUDGES[kind]
+            judged = bool(base or (with_llm and has_llm))
+        if judged:
+            out.append(ds.name)
+    return out

@@ -1,7 +1,8 @@
 """HTML sections of the official aggregate tables (pipeline/catalog/official.py).
 
-Why pivoted: the papers print one line per system with the per-type (LongMemEval) or
-per-category (LoCoMo, order 4, 1, 2, 3, 5) figures side by side; these tables read the same way.
+Why pivoted: the papers print one line per system with the per-type (LongMemEval), per-category
+(LoCoMo, order 4, 1, 2, 3, 5) or per-ability (BEAM, report_results.py's column order) figures side
+by side; these tables read the same way.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _pivot(rows: Sequence[Row], keys: Sequence[str], label: str, value: str) -> 
     columns: dict[str, int] = {}
     lines: dict[tuple[Any, ...], dict[str, str]] = {}
     for r in sorted(rows, key=lambda r: r["row_order"]):
-        name = str(r[label] if r["aggregate"] in ("type", "category") else r["aggregate"])
+        name = str(r[label] if r["aggregate"] in ("type", "category", "ability") else r["aggregate"])
         columns.setdefault(name, r["row_order"])
         n = r.get("n_scored", r.get("n_questions"))
         failed = f", {r['n_failed']} failed" if r.get("n_failed") else ""
@@ -59,6 +60,10 @@ def protocol_sections(data: ReportData, dataset: str) -> list[str]:
     if recall:
         parts.append("<h2>LoCoMo official evidence recall per category</h2>")
         parts.append(_table(*_pivot(recall, ("system",), "category", "recall")))
+    beam = [r for r in data.rows("beam_official_abilities") if r["dataset"] == dataset]
+    if beam:
+        parts.append("<h2>BEAM per ability (report_results.py: mean over chats of each chat's mean)</h2>")
+        parts.append(_table(*_pivot(beam, ("metric", "tier", "system", "reader"), "ability", "score")))
     dist = [r for r in data.rows("locomo_official_by_distance") if r["dataset"] == dataset]
     if dist:
         parts.append("<h2>LoCoMo accuracy by distance of the oldest evidence (1K-token bins)</h2>")

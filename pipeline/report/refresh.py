@@ -86,14 +86,18 @@ def write_report_files(
     return json_path, store.root / REPORT_HTML
 
 
-def build_report(store: ResultStore) -> tuple[ReportData, bool]:
+def build_report(store: ResultStore, without_judgments: bool = False) -> tuple[ReportData, bool]:
     """(report data, whether the files were rewritten): rebuilt only when its inputs changed.
 
-    Call after ``store.refresh_catalog()``. With no judgments yet, nothing is written. Coalesced
+    Call after ``store.refresh_catalog()``. With no judgments yet, nothing is written, unless
+    ``without_judgments``: a run no judge scores (BEAM or LoCoMo-Plus without an LLM) still gets
+    its report of retrieval and answers. Coalesced
     across processes like the catalog (pipeline/util/coalesce.py): a caller that waited while another
     process refreshed it from a state that held this caller's results takes those files.
     """
-    return Coalescer(store.root, REPORT_WORK).run(lambda: _build_report_now(store), lambda: _written_report(store))
+    return Coalescer(store.root, REPORT_WORK).run(
+        lambda: _build_report_now(store, without_judgments), lambda: _written_report(store)
+    )
 
 
 def _written_report(store: ResultStore) -> tuple[ReportData, bool] | None:
@@ -106,14 +110,14 @@ def _written_report(store: ResultStore) -> tuple[ReportData, bool] | None:
         return None
 
 
-def _build_report_now(store: ResultStore) -> tuple[ReportData, bool]:
+def _build_report_now(store: ResultStore, without_judgments: bool) -> tuple[ReportData, bool]:
     fingerprint = report_fingerprint(store)
     kept = current_report(store, fingerprint)
     if kept is not None:
         return kept, False
     with store.snapshot() as con:  # one copy of the many-times-read tables for the views and the pages
         data = collect(store, con)
-        if not data.rows("accuracy"):
+        if not data.rows("accuracy") and not without_judgments:
             return data, False
         write_report_files(store, data, fingerprint, con)
     return data, True
