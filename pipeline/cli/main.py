@@ -123,6 +123,41 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _to_stderr(message: str) -> None:
+    sys.stderr.write(message + "\n")
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    """The LLM calls, tokens and cost the config's run still needs (pipeline/report/estimate.py).
+    Datasets without canonical tables in the results folder are converted into a temporary folder
+    first (no LLM call; the results folder is not written)."""
+    import tempfile
+
+    from pipeline.datasets.base import DatasetFileError
+    from pipeline.datasets.convert import convert_dataset
+    from pipeline.kinds.resolve import check_config
+    from pipeline.llm.prices import PriceTableError, load_prices
+    from pipeline.report.estimate import estimate_run, prices_path, render
+
+    try:
+        resolved = check_config(load_config(args.config))
+        prices = load_prices(prices_path(resolved))
+    except (ConfigError, PriceTableError) as exc:
+        raise UserError(" ".join(str(exc).split())) from None
+    store = _store(args.config)
+    with tempfile.TemporaryDirectory(prefix="membench-estimate-") as tmp:
+        scratch = ResultStore(results_dir=tmp)
+        for ds in resolved.config.datasets:
+            if store.read_canonical(ds.name, "questions") is None:
+                try:
+                    convert_dataset(ds, scratch, _to_stderr, base_dir=resolved.config.base_dir)
+                except DatasetFileError as exc:
+                    raise UserError(str(exc)) from None
+        estimates = estimate_run(resolved, store, prices, canonical=scratch)
+    sys.stdout.write(render(estimates) + "\n")
+    return 0
+
+
 def cmd_results(args: argparse.Namespace) -> int:
     from pipeline.report.summary import summarize_for_cli
 
@@ -393,6 +428,10 @@ def _parser() -> argparse.ArgumentParser:
         "verify", help="recompute a run's dataset hashes and headline numbers against its manifest.json"
     )
     p_verify.add_argument("results", metavar="RESULTS", help="results folder or benchmark config YAML file")
+    p_est = sub.add_parser(
+        "estimate", help="LLM calls, tokens and cost the run still needs, per dataset and component (before spending)"
+    )
+    p_est.add_argument("config", nargs="?", default=None, help="benchmark config (default: $MEMBENCH_CONFIG)")
     return parser
 
 
@@ -409,6 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "schema": cmd_schema,
         "leaderboard": cmd_leaderboard,
         "verify": cmd_verify,
+        "estimate": cmd_estimate,
     }
     try:
         return handlers[args.command](args)
