@@ -104,6 +104,16 @@ REPORT_DEFINITIONS: dict[str, str] = {
         "dropped and a question whose evidence does not parse is left out, as the script does. The script reads "
         "clean_text, absent from the released locomo10.json: its text field is read instead."
     ),
+    "beam_official_abilities": (
+        "BEAM's per-ability table as src/evaluation/report_results.py computes it (mohammadtavakoli78/BEAM): per "
+        "ability, the mean over chats of each chat's mean score (beam_official: tau_norm for event ordering, the "
+        "int()-truncated rubric mean for the nine others); ability_average = mean of the ten ability scores (NULL "
+        "unless all ten are present); one dataset is one tier. Chat means are over scored questions (failures apart)."
+    ),
+    "beam_retrieval_levels": (
+        "BEAM retrieval: turn level = messages (source_chat_ids as given), session level = batches holding them; "
+        "abstention questions have no evidence and are excluded (n_excluded_no_gold)."
+    ),
     "repeat_report": (
         "a reader with repeats: N answers each question (unit <system>/<reader>~<r>, r >= 2, asked with sampling seed "
         "r, so each repeat has its own LLM cache key). Per repeat: accuracy; mean_accuracy and sd_accuracy = mean and "
