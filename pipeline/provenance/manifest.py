@@ -20,6 +20,7 @@ import datetime as dt
 import hashlib
 import importlib.metadata
 import json
+import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,6 +41,7 @@ from pipeline.config.model import PROJECT_ROOT, BenchmarkConfig
 from pipeline.config.printed_commands import RUN_ALL
 from pipeline.config.specs import Benchmark, ComponentSpec
 from pipeline.datasets.base import DatasetFileError
+from pipeline.datasets.loaders import SOURCE_FILES, source_files
 from pipeline.judges.base import DEFAULT_JUDGES, JudgeSpec, judge_model
 from pipeline.provenance.releases import file_sha256, match_release, records_sha256
 from pipeline.readers.presets import presets_fingerprint
@@ -186,6 +188,23 @@ def hash_dataset_file(path: Path) -> dict[str, Any]:
     return out
 
 
+def hash_dataset_files(loader: str, path: Path) -> dict[str, Any]:
+    """A dataset read from several files (BEAM's folder, LoCoMo-Plus's two files): sha256 over each
+    file's path (relative to ``path``'s folder) and sha256, in path order; no records hash or release."""
+    out: dict[str, Any] = dict.fromkeys((*_HASH_KEYS, "error"))
+    try:
+        files = source_files(loader, path)
+        base = path if path.is_dir() else path.parent
+        h = hashlib.sha256()
+        for f in files:
+            h.update(f"{os.path.relpath(f, base.parent)}\x00{file_sha256(f)}\n".encode())
+        stats = [f.stat() for f in files]
+    except (OSError, DatasetFileError) as exc:
+        return {**out, "error": str(exc)}
+    return {**out, "sha256": h.hexdigest(), "file_bytes": sum(st.st_size for st in stats),
+            "mtime_ns": max((st.st_mtime_ns for st in stats), default=None), "n_files": len(files)}  # fmt: skip
+
+
 def dataset_entries(cfg: BenchmarkConfig, loaded: Mapping[str, int], previous: Mapping[str, Any] | None) -> list[dict]:
     """One entry per dataset of the config: its file's hashes, release, slice and loaded questions."""
     out = []
@@ -195,7 +214,10 @@ def dataset_entries(cfg: BenchmarkConfig, loaded: Mapping[str, int], previous: M
         prev = old.get(str(path))
         st = path.stat() if path.is_file() else None
         same = prev and st and prev.get("file_bytes") == st.st_size and prev.get("mtime_ns") == st.st_mtime_ns
-        hashed = {k: prev.get(k) for k in (*_HASH_KEYS, "error")} if same and prev else hash_dataset_file(path)
+        if ds.loader in SOURCE_FILES:  # several files: hashed together, every time (a folder has no one mtime)
+            hashed = hash_dataset_files(ds.loader, path)
+        else:
+            hashed = {k: prev.get(k) for k in (*_HASH_KEYS, "error")} if same and prev else hash_dataset_file(path)
         n_loaded = loaded.get(ds.name, 0)
         sliced = ds.limit is not None or ds.limit_per_type is not None or ds.question_ids is not None
         out.append(

@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.datasets.loaders import SOURCE_FILES
 from pipeline.provenance.manifest import (
     HEADLINE_FIELDS,
     HEADLINE_KEY,
     MANIFEST_JSON,
     ROW_STAGES,
     code_version,
+    hash_dataset_files,
     headline_rows,
     read_manifest,
 )
@@ -57,6 +59,19 @@ def dataset_checks(manifest: Mapping[str, Any]) -> list[Check]:
     for i, d in enumerate(manifest.get("datasets", [])):
         subject, path = f"dataset {d.get('dataset')}", Path(str(d.get("resolved_path")))
         field = f"{MANIFEST_JSON} datasets[{i}].sha256"
+        loader = str(d.get("loader"))
+        if loader in SOURCE_FILES:  # a folder or several files: hashed together (manifest hash_dataset_files)
+            again = hash_dataset_files(loader, path)
+            if again["error"] or again["sha256"] != d.get("sha256"):
+                found = again["error"] or f"sha256 {_short(again['sha256'])}"
+                out.append(Check(MISMATCH, subject, f"{path}: {found} differs from {field} {_short(d.get('sha256'))}"))
+            else:
+                out.append(
+                    Check(
+                        OK, subject, f"{path}: {again['n_files']} files, sha256 {_short(again['sha256'])} as recorded"
+                    )
+                )
+            continue
         if not path.is_file():
             out.append(
                 Check(MISMATCH, subject, f"{path}: file not found ({MANIFEST_JSON} datasets[{i}].resolved_path)")
