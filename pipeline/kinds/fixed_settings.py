@@ -85,7 +85,7 @@ def _reader_notes(resolved: ResolvedConfig, llm: LLMConfig) -> list[str]:
 def _preset_fixed(p: LLMReaderParams) -> list[FixedSetting]:
     """What the BEAM / LoCoMo-Plus presets send when the reader's own params leave it unset."""
     out: list[FixedSetting] = []
-    if p.preset == presets.PRESET_BEAM and p.temperature is None:
+    if p.preset in (presets.PRESET_BEAM, presets.PRESET_BEAM_LONG_CONTEXT) and p.temperature is None:
         out.append(FixedSetting("temperature", presets_beam.BEAM_TEMPERATURE, "BEAM's answer_generation.py"))
     if p.preset == presets.PRESET_LOCOMO_PLUS:
         protocol = "LoCoMo-Plus's evaluate.sh / evaluate_qa.py"

@@ -60,6 +60,7 @@ class LLMReaderParams(ReaderParams):
         "locomo_official",
         "mem0_official",
         "beam_official",
+        "beam_official_long_context",
         "locomo_plus_official",
     ] = "membench"
     seed: int = 0  # locomo_official: seeds the category-5 option order (per question id)
@@ -118,6 +119,11 @@ class LLMReader:
             reply = self._call(prompt, self.params.max_tokens, repeat=item.repeat,
                                protocol_temperature=presets_beam.BEAM_TEMPERATURE)  # fmt: skip
             return _answer(reply, reply.text or "", None, invalid=False)  # kept as returned (official)
+        if preset == presets.PRESET_BEAM_LONG_CONTEXT:
+            texts = [u.text for u in _context(item)]
+            messages = presets_beam.beam_long_context_messages(texts, q.question)
+            reply = self._call_messages(messages, self.params.max_tokens, item.repeat, presets_beam.BEAM_TEMPERATURE)
+            return _answer(reply, reply.text or "", None, invalid=False)  # kept as returned (official)
         if preset == presets.PRESET_LOCOMO_PLUS:
             max_tokens = self.params.max_tokens or presets_beam.LOCOMO_PLUS_MAX_TOKENS
             prompt = presets_beam.locomo_plus_prompt(item.retrieval.context, q.question)
@@ -156,9 +162,15 @@ class LLMReader:
         """One chat call; repeat r >= 2 (reader ``repeats``) sends sampling seed r: its own cache key.
         ``protocol_temperature``: a preset's value, sent when the reader's params set none (then the
         ``llm:`` block's applies)."""
+        return self._call_messages([{"role": role, "content": prompt}], max_tokens, repeat, protocol_temperature)
+
+    def _call_messages(
+        self, messages: list[dict[str, str]], max_tokens: int | None, repeat: int, protocol_temperature: float | None
+    ) -> LLMReply:
+        """One chat call of ``messages`` (see ``_call``)."""
         temperature = self.params.temperature if self.params.temperature is not None else protocol_temperature
         reply = self.llm.chat(
-            [{"role": role, "content": prompt}],
+            messages,
             model=self.params.model,
             temperature=temperature,
             max_tokens=max_tokens,

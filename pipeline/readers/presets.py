@@ -20,7 +20,8 @@ answers' config through ``presets_fingerprint``). Sources:
   naming an option letter is mapped back to the option text (LoCoMo's ``get_cat_5_answer``).
 - ``mem0_official``: mem0 ``evaluation/prompts.py`` ``ANSWER_PROMPT`` (Apache-2.0), sent as one
   system message, temperature 0.
-- ``beam_official`` and ``locomo_plus_official``: BEAM's RAG answer prompt and LoCoMo-Plus's
+- ``beam_official``, ``beam_official_long_context`` and ``locomo_plus_official``: BEAM's RAG answer
+  prompt, its long-context messages, and LoCoMo-Plus's
   Cognitive input (texts and rules in pipeline/readers/presets_beam.py, hashed apart, so adding
   them left the answers of the presets above untouched).
 
@@ -45,13 +46,14 @@ PRESET_LME_CON = "lme_official_con"
 PRESET_LOCOMO = "locomo_official"
 PRESET_MEM0 = "mem0_official"
 PRESET_BEAM = "beam_official"
+PRESET_BEAM_LONG_CONTEXT = "beam_official_long_context"
 PRESET_LOCOMO_PLUS = "locomo_plus_official"
 PRESETS: tuple[str, ...] = (
     PRESET_MEMBENCH, PRESET_LME, PRESET_LME_COT, PRESET_LME_CON, PRESET_LOCOMO, PRESET_MEM0, PRESET_BEAM,
-    PRESET_LOCOMO_PLUS,
+    PRESET_BEAM_LONG_CONTEXT, PRESET_LOCOMO_PLUS,
 )  # fmt: skip
 # presets whose texts live in pipeline/readers/presets_beam.py (their own fingerprint)
-BEAM_PRESETS: tuple[str, ...] = (PRESET_BEAM, PRESET_LOCOMO_PLUS)
+BEAM_PRESETS: tuple[str, ...] = (PRESET_BEAM, PRESET_BEAM_LONG_CONTEXT, PRESET_LOCOMO_PLUS)
 
 # ---- LongMemEval (run_generation.py) ----------------------------------------------------------------
 LME_ANSWER_PROMPT = (

@@ -6,6 +6,13 @@
   max_tokens; the reply is kept as returned (the official code stores ``.content`` unstripped, and
   the judge sees it so). The context is the memory system's (the official one concatenates the
   retrieved chunks' ``page_content`` up to 29,000 x 3.5 characters).
+- ``beam_official_long_context``: BEAM's long-context baseline (the same file, ``evaluation_type
+  long-context``): the chat as chat messages (``{role, content}``, contents verbatim, markers
+  included), then one user message ``BEAM_LONG_CONTEXT_QUESTION`` with the question; temperature 0.
+  Here the messages are the memory's retrieved units in its order (``full_context``: the haystack in
+  time order, oldest dropped past its budget, as the official ``prune_from_tail`` drops the oldest),
+  each unit ``<role>: <content>`` read back as one message (a unit without a user/assistant prefix,
+  e.g. a summary, is a user message).
 - ``locomo_plus_official``: LoCoMo-Plus's ``evaluation_framework/task_eval/utils.py`` ``call_llm``
   for the Cognitive category: ``CONV_START_PROMPT`` filled with "A" and "B" (the official call
   passes no speaker names), ``INSTRUCTION_COGNITIVE``, then the dialogue stripped, as one user
@@ -22,6 +29,8 @@ A reader's own ``temperature`` / ``max_tokens`` params override the protocol val
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Sequence
 
 BEAM_RAG_ANSWER_PROMPT = (
     "\n"
@@ -55,6 +64,10 @@ LOCOMO_PLUS_COGNITIVE_INSTRUCTION = (
     " respond; your answer should naturally connect to or acknowledge that context.\n"
     "\n"
 )
+BEAM_LONG_CONTEXT_QUESTION = (
+    "\n            NOTE: Only provide the answer without any explanations. \n            Question: {query}"
+)
+_ROLE_UNIT = re.compile(r"(user|assistant): (.*)\Z", re.DOTALL)
 LOCOMO_PLUS_SPEAKERS = ("A", "B")  # what utils.py fills CONV_START_PROMPT with
 LOCOMO_PLUS_EMPTY_REPLY = "(empty)"
 BEAM_TEMPERATURE = 0.0
@@ -65,6 +78,16 @@ LOCOMO_PLUS_MAX_TOKENS = 1024
 def beam_rag_prompt(context: str, question: str) -> str:
     """``<context>`` first, then ``<question>`` (a context holding "<question>" gets the question too)."""
     return BEAM_RAG_ANSWER_PROMPT.replace("<context>", context).replace("<question>", question)
+
+
+def beam_long_context_messages(unit_texts: Sequence[str], question: str) -> list[dict[str, str]]:
+    """The chat as messages (each unit ``<role>: <content>``), then the official question message."""
+    messages = []
+    for text in unit_texts:
+        m = _ROLE_UNIT.match(text)
+        messages.append({"role": m.group(1), "content": m.group(2)} if m else {"role": "user", "content": text})
+    messages.append({"role": "user", "content": BEAM_LONG_CONTEXT_QUESTION.format(query=question)})
+    return messages
 
 
 def locomo_plus_prompt(context: str, question: str) -> str:
@@ -82,7 +105,8 @@ def locomo_plus_reply(text: str | None) -> str:
 def presets_fingerprint() -> str:
     """Hash of these presets' texts and fixed values (hashed into the answers of the LLM reader)."""
     blob = "\x00".join(
-        (BEAM_RAG_ANSWER_PROMPT, LOCOMO_PLUS_CONV_START, LOCOMO_PLUS_COGNITIVE_INSTRUCTION, *LOCOMO_PLUS_SPEAKERS,
-         LOCOMO_PLUS_EMPTY_REPLY, str(BEAM_TEMPERATURE), str(LOCOMO_PLUS_TEMPERATURE), str(LOCOMO_PLUS_MAX_TOKENS))
+        (BEAM_RAG_ANSWER_PROMPT, BEAM_LONG_CONTEXT_QUESTION, _ROLE_UNIT.pattern, LOCOMO_PLUS_CONV_START,
+         LOCOMO_PLUS_COGNITIVE_INSTRUCTION, *LOCOMO_PLUS_SPEAKERS, LOCOMO_PLUS_EMPTY_REPLY, str(BEAM_TEMPERATURE),
+         str(LOCOMO_PLUS_TEMPERATURE), str(LOCOMO_PLUS_MAX_TOKENS))
     )  # fmt: skip
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

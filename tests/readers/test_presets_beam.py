@@ -62,6 +62,29 @@ def test_beam_preset_request(llm: OpenAIChatClient, server: FakeOpenAIServer) ->
     assert body["temperature"] == 0.0
 
 
+def test_beam_long_context_preset_sends_the_chat_as_messages(llm: OpenAIChatClient, server: FakeOpenAIServer) -> None:
+    server.add_rule("NOTE: Only provide the answer", "March 29")
+    units = (
+        RetrievedUnit("u1", 1, "S1", ("S1:0",), "user: When does the sprint end? ->-> 1,1"),
+        RetrievedUnit("u2", 2, "S1", ("S1:1",), "assistant: On March 29.\nRemember the demo."),
+        RetrievedUnit("u3", 3, "S2", (), "Summary of batch 2"),
+        RetrievedUnit("u4", 4, "S2", ("S2:0",), "user: trimmed away"),
+    )
+    retrieval = RetrievalResult(units=units, context="unused", context_tokens=10, trimmed_units=1)
+    reader = build_reader("llm", {"preset": "beam_official_long_context"}, ReaderDeps(llm=llm))
+    q = question(dataset="beam", question_id="100K-1-information_extraction-0", text="When does my first sprint end?")
+    assert reader.answer(ReadInput(q, retrieval)).prediction == "March 29"
+    (body,) = server.requests
+    assert body["messages"] == [
+        {"role": "user", "content": "When does the sprint end? ->-> 1,1"},
+        {"role": "assistant", "content": "On March 29.\nRemember the demo."},
+        {"role": "user", "content": "Summary of batch 2"},  # no role prefix: a user message
+        {"role": "user", "content": "\n            NOTE: Only provide the answer without any explanations. "
+                                    "\n            Question: When does my first sprint end?"},
+    ]  # fmt: skip
+    assert body["temperature"] == 0.0
+
+
 def test_locomo_plus_preset_request(llm: OpenAIChatClient, server: FakeOpenAIServer) -> None:
     server.add_rule("memory-aware dialogue", "Remember when you learned to say no?")
     reader = build_reader("llm", {"preset": "locomo_plus_official"}, ReaderDeps(llm=llm))
