@@ -108,18 +108,20 @@ def cmd_sql(args: argparse.Namespace) -> int:
 def cmd_check_config(args: argparse.Namespace) -> int:
     """Resolve a config as loading the Dagster definitions would (every kind looked up, params
     validated, LLM needs checked) without running anything: one summary line, then each LLM call
-    setting a protocol fixes (so the ``llm:`` value is not sent there); or one error line naming
-    the file, the entry and the key."""
-    from pipeline.kinds.fixed_settings import fixed_llm_settings
+    setting a protocol fixes (so the ``llm:`` value is not sent there) and each LLM judge asking
+    another model than its published protocol did; or one error line naming the file, entry and key."""
+    from pipeline.kinds.fixed_settings import fixed_llm_settings, judge_model_notes
     from pipeline.kinds.resolve import check_config
 
     try:
         resolved = check_config(load_config(args.file))
     except ConfigError as exc:
         raise UserError(" ".join(str(exc).split())) from None
-    fixed = fixed_llm_settings(resolved)
-    lines = [resolved.summary(), *(["fixed by protocol (not taken from the config):"] if fixed else [])]
-    sys.stdout.write("\n".join([*lines, *(f"  {f}" for f in fixed)]) + "\n")
+    fixed, models = fixed_llm_settings(resolved), judge_model_notes(resolved)
+    lines = [resolved.summary()]
+    lines += [*(["fixed by protocol (not taken from the config):"] if fixed else []), *(f"  {f}" for f in fixed)]
+    lines += [*(["judge models (each asks the configured one):"] if models else []), *(f"  {m}" for m in models)]
+    sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
 
@@ -333,7 +335,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from pipeline.report.compare import RunNotFound, resolve_run
 
     try:
-        checks = verify(resolve_run(args.results))
+        config = args.results if Path(args.results).suffix in {".yaml", ".yml"} else None
+        checks = verify(resolve_run(args.results), config)
     except (RunNotFound, ManifestError) as exc:
         raise UserError(str(exc)) from None
     sys.stdout.write("".join(c.line() + "\n" for c in checks))

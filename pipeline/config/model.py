@@ -83,6 +83,8 @@ class LLMConfig(_Strict):
 
     base_url: str
     model: str
+    # what the model name alone does not say (a quantization, a build): in every cache key and unit hash
+    model_tag: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.0
     max_tokens: int = 512
@@ -158,6 +160,9 @@ class BenchmarkConfig(_Strict):
     def base_dir(self) -> Path:
         """Relative paths in a config resolve against the project root."""
         return PROJECT_ROOT
+
+    def resolved_prices_path(self) -> Path:
+        return (PROJECT_ROOT / self.prices_path).resolve()
 
     def resolved_results_dir(self) -> Path:
         p = Path(os.path.expandvars(self.results_dir))

@@ -62,6 +62,7 @@ from pipeline.judges.base import (
     JudgeSpec,
     UnparseableVerdict,
     Verdict,
+    judge_model,
     text_fingerprint,
 )
 from pipeline.judges.lme import is_lme_abstention, lme_gold
@@ -340,7 +341,7 @@ def _mem0_judge(inp: JudgeInput, ctx: JudgeContext, prompt_template: str, strict
         question=str(q.question), gold_answer=str(q.answer), generated_answer=str(inp.prediction or "")
     )
     reply = _chat(
-        ctx, prompt, None, default_model=MEM0_JUDGE_MODEL, params={"response_format": dict(MEM0_RESPONSE_FORMAT)}
+        ctx, prompt, None, params={"response_format": dict(MEM0_RESPONSE_FORMAT)}
     )
     label = mem0_label(reply.text)
     if label is None or (strict and label not in ("CORRECT", "WRONG")):
@@ -366,7 +367,6 @@ def _chat(
     prompt: str,
     max_tokens: int | None,
     *,
-    default_model: str | None = None,
     params: Mapping[str, Any] | None = None,
     empty_is_reply: bool = False,
 ) -> LLMReply:
@@ -378,7 +378,7 @@ def _chat(
         params = {**(params or {}), "seed": ctx.repeat}
     reply = ctx.llm.chat(
         [{"role": "user", "content": prompt}],
-        model=ctx.params.get("model") or default_model,
+        model=ctx.model or judge_model(ctx.params, None),  # None: the client's model, the endpoint's
         temperature=JUDGE_TEMPERATURE,
         max_tokens=max_tokens,
         params=params,
@@ -460,15 +460,15 @@ MEM0_LOCOMO_JUDGE = JudgeSpec(
     kinds=frozenset({KIND_LOCOMO}),
     fn=mem0_locomo_judge,
     description="mem0's LoCoMo LLM judge exactly (its ACCURACY_PROMPT bytes, JSON response format, "
-    "gpt-4o-mini unless params.model; label CORRECT -> 1, any other label 0; category 5 skipped: "
-    "denominator 1,540 on LoCoMo)",
+    "the configured judge model unless params.model (mem0's evaluation used gpt-4o-mini); label CORRECT -> 1, "
+    "any other label 0; category 5 skipped: denominator 1,540 on LoCoMo)",
     aggregate=AGG_ACCURACY,
     version="1",
     needs_llm=True,
     allowed_params=frozenset({"model"}),
     fingerprint=text_fingerprint(MEM0_ACCURACY_PROMPT, json.dumps(MEM0_RESPONSE_FORMAT), "skip-5"),
-    default_model=MEM0_JUDGE_MODEL,
     official_model=MEM0_JUDGE_MODEL,
+    llm_fields=("model", "max_tokens", "model_tag"),  # its calls set no reply cap: the endpoint's applies
 )
 MEM0_LOCOMO_STRICT_JUDGE = JudgeSpec(
     metric=METRIC_MEM0_LOCOMO_JUDGE_STRICT,
@@ -476,12 +476,12 @@ MEM0_LOCOMO_STRICT_JUDGE = JudgeSpec(
     fn=mem0_locomo_judge_strict,
     description="strict variant of mem0's LoCoMo judge (membench's, unpublished): its prompt without the two "
     "'be generous' instructions (same answer or exact equivalent required), label exactly CORRECT/WRONG; "
-    "otherwise as mem0_locomo_judge (JSON format, gpt-4o-mini, category 5 skipped)",
+    "otherwise as mem0_locomo_judge (JSON format, category 5 skipped)",
     aggregate=AGG_ACCURACY,
     version="1",
     needs_llm=True,
     allowed_params=frozenset({"model"}),
     fingerprint=text_fingerprint(MEM0_STRICT_PROMPT, json.dumps(MEM0_RESPONSE_FORMAT), "skip-5", "strict"),
-    default_model=MEM0_JUDGE_MODEL,
     official_model=MEM0_JUDGE_MODEL,
+    llm_fields=("model", "max_tokens", "model_tag"),  # its calls set no reply cap: the endpoint's applies
 )

@@ -41,6 +41,7 @@ from pipeline.config.printed_commands import RUN_ALL
 from pipeline.config.specs import Benchmark, ComponentSpec
 from pipeline.datasets.base import DatasetFileError
 from pipeline.judges.base import DEFAULT_JUDGES, JudgeSpec, judge_model
+from pipeline.provenance.identity import manifest_identity
 from pipeline.provenance.releases import file_sha256, match_release, records_sha256
 from pipeline.readers.presets import presets_fingerprint
 from pipeline.readers.prompts import prompts_fingerprint
@@ -130,7 +131,7 @@ def models(bench: Benchmark[Any, Any, Any]) -> dict[str, Any]:
         if not s.impl.needs_llm:
             judges[s.name] = None  # rule-based
         elif judge_endpoint is not None:
-            judges[s.name] = judge_model(s.params_given(), s.impl, judge_llm)
+            judges[s.name] = judge_model(s.params_given(), judge_llm)
         else:
             judges[s.name] = "not run: no LLM configured"
     systems = {
@@ -406,6 +407,7 @@ def build_manifest(
         "flags": integrity_flags(con, cfg, datasets),
         "headline": headline_rows(con),
         "stored_rows": stored_row_hashes(store, previous),
+        "identity": manifest_identity(bench, con, previous),
     }
 
 
