@@ -108,6 +108,16 @@ SHARED: dict[str, str] = {
     "n_invalid": "scored multiple-choice replies that name no option (scored wrong)",
     "n_excluded": "judgments where the metric does not apply (verdict NULL)",
     "n_judgments": "judgment rows",
+    "failures_as_wrong": "lower bound of headline_value: every question without a score (failed answer, failed "
+    "judgment or unparseable verdict, no verdict row) counted as wrong (score 0); excluded questions stay out",
+    "n_failures_as_wrong": "questions failures_as_wrong counts as wrong without a score: n_failed_answer + "
+    "n_failed_judgment + questions of the group without a judgment row",
+    "tokens_per_correct": "reader prompt + completion tokens of every ok answer / n_correct (NULL when a reader "
+    "reports no tokens or nothing is correct)",
+    "usd_per_correct": "reader cost of every ok answer / n_correct (NULL when an answer has no price or nothing "
+    "is correct)",
+    "seconds_per_correct": "(reader seconds of every ok answer, a cache hit counted at the uncached mean, + "
+    "retrieval seconds of every ok retrieval of the system) / n_correct",
     "mean_context_tokens": "mean context tokens given to the reader",
     "n_questions": "questions in the group",
     "n_failed": "questions whose retrieval failed",

@@ -340,7 +340,8 @@ def mem0_extract_json(text: str, reading: str = MEM0_READING_FINAL) -> str:
     if reading == MEM0_READING_PINNED:
         return text
     if reading != MEM0_READING_FINAL:
-        raise ValueError(f"unknown mem0 judge reading {reading!r}; known: {MEM0_READING_FINAL!r}, {MEM0_READING_PINNED!r}")
+        known = f"{MEM0_READING_FINAL!r}, {MEM0_READING_PINNED!r}"
+        raise ValueError(f"unknown mem0 judge reading {reading!r}; known: {known}")
     start, end = text.find("{"), text.rfind("}")
     return text[start : end + 1] if start != -1 and end > start else text
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.catalog.report import ALL_TYPES
+from pipeline.metrics.bounds import FAILURES_AS_WRONG, N_FAILURES_AS_WRONG
 from pipeline.metrics.retrieval import RECALL_ANY
 from pipeline.report.build import REPORT_HTML, ReportData
 from pipeline.report.flags_html import dataset_flags, system_badges
@@ -183,7 +184,17 @@ def value_cell(row: Row | None) -> str:
     if row.get("n_invalid"):
         problems.append(f"{row['n_invalid']} invalid")
     sub = f"n={row.get('n_scored')}" + ("; " + "; ".join(problems) if problems else "")
-    return f'<td class="num">{esc(num(row.get("headline_value")))}{ci}<span class="sub">{sub}</span></td>'
+    value = esc(num(row.get("headline_value")))
+    return f'<td class="num">{value}{ci}{bound_html(row)}<span class="sub">{sub}</span></td>'
+
+
+def bound_html(row: Row) -> str:
+    """The failures-as-wrong lower bound beside a headline, when any question went unscored."""
+    n = row.get(N_FAILURES_AS_WRONG) or 0
+    if not n:
+        return ""
+    title = f"{FAILURES_AS_WRONG}: {n} unscored question(s) (failed, unparseable, no verdict) counted as wrong"
+    return f' <span class="warn" title="{esc(title)}">≥ {esc(num(row.get(FAILURES_AS_WRONG)))} ({n} as wrong)</span>'
 
 
 def reader_text(reader: str, label: str | None) -> str:
@@ -397,7 +408,8 @@ def render_overview(data: ReportData) -> str:
     body = f"""<h1>membench report</h1>
 <p class="note">generated {esc(data.generated_at)} · datasets: {toc} · <a href="#definitions">definitions</a><br>
 Cells: value <span class="ci">[95 % interval: Wilson for accuracies, seeded bootstrap for mean scores]</span>,
-below it n = scored questions; failed answers/judgments are counted apart, never scored as wrong.
+<span class="warn">≥ lower bound (k as wrong)</span> when k questions went unscored (failed answer or judgment,
+unparseable verdict, no verdict): the value with those k counted as wrong; below it n = scored questions.
 Same numbers in SQL: <code>membench sql "{esc(data.example_sql)}"</code></p>
 {offline_note}
 {"".join(overview_section(data, d) for d in data.datasets)}
