@@ -45,6 +45,13 @@ VIEW_DOCS: dict[str, str] = {
     "judge_agreement": "pairs of judges on the same answers: 2x2 counts, agreement, Cohen's kappa",
     "judge_failures": "failed judgments per judge, and how many were unparseable verdicts",
     "catalog_errors": "report views that could not be created (their error)",
+    "isolation_checks": "membench check-isolation: per memory system, whether another haystack's canary fact came "
+    "back in its retrieval",
+    "judge_probes": "membench judge-probe: per (dataset, judge, probe): an answer of known verdict and the judge's "
+    "verdict",
+    "judge_probe_rates": "per dataset x judge x question type (+ '(all)'): false-accept and false-reject rates on the "
+    "probes",
+    "judge_probe_kinds": "per dataset x judge x probe kind: how often the judge accepted that kind of answer",
     "lme_official_accuracy": "LongMemEval's official aggregates (print_qa_metrics.py): per type, task-averaged, "
     "overall, abstention",
     "locomo_official_categories": "LoCoMo's per-category table in the official order 4, 1, 2, 3, 5, overall with "
@@ -225,6 +232,35 @@ VIEW_COLUMNS: dict[str, dict[str, str]] = {
     },
     "judge_failures": {"n_unparseable_verdict": "failed judgments whose LLM reply held no verdict"},
     "catalog_errors": {"view_creator": "the function that failed", "error": "its error"},
+    "isolation_checks": {
+        "status": "isolated, leaked, inconclusive (haystack A's own retrieval lacked the canary) or failed",
+        "leaked": "haystack B's retrieval (units or context) held haystack A's canary",
+        "control_found": "haystack A's own retrieval held its canary (without it no leak can be ruled out)",
+        "canary": "the made-up code ingested into haystack A", "n_units_b": "units haystack B's retrieval returned",
+        "checked_at": "when the check ran (UTC)",
+    },
+    "judge_probes": {
+        "judge_model": "the model an LLM judge asked (NULL for rule-based judges)",
+        "unit_hash": "hash of the judge's definition, params, model and the probe (a change asks again)",
+        "probe": "probe kind: other_gold, vague_on_topic, negation, i_dont_know (known wrong); gold, paraphrase "
+        "(known right)",
+        "expected_correct": "the verdict a perfect judge gives", "answer": "the probe's answer text",
+        "reformatted_date": "paraphrase whose gold date was written in another format",
+        "verdict": "the judge's verdict (NULL: failed, or the metric does not apply)",
+    },
+    **{view: {
+        "n_probes": "probes", "n_questions": "questions the probes were built from",
+        "n_failed": "probes whose judgment failed (no verdict; counted apart)",
+        "n_excluded": "probes the metric does not apply to (verdict NULL)",
+        "n_wrong_judged": "known-wrong probes with a verdict", "n_false_accept": "known-wrong probes judged correct",
+        "n_right_judged": "known-right probes with a verdict", "n_false_reject": "known-right probes judged wrong",
+        "false_accept_rate": "n_false_accept / n_wrong_judged (NULL when none was judged)",
+        "false_reject_rate": "n_false_reject / n_right_judged (NULL when none was judged)",
+        "judge_model": "the model an LLM judge asked (NULL for rule-based judges)",
+        "probe": "probe kind", "expected_correct": "whether this kind of probe is a right answer",
+        "n_judged": "probes with a verdict", "n_accepted": "probes judged correct",
+        "accept_rate": "n_accepted / n_judged",
+    } for view in ("judge_probe_rates", "judge_probe_kinds")},
     **{view: _OFFICIAL_COLUMNS for view in ("lme_official_accuracy", "locomo_official_categories",
                                             "locomo_official_recall")},
     **{view: {

@@ -12,6 +12,7 @@ import duckdb
 from pipeline.catalog.agentic import create_agent_memory_log, create_agentic_views
 from pipeline.catalog.docs import comment_catalog
 from pipeline.catalog.official import create_official_views
+from pipeline.catalog.probes import create_probe_views
 from pipeline.catalog.products import create_product_views
 from pipeline.catalog.repeats import create_repeat_views
 from pipeline.catalog.report import create_accuracy_views, create_retrieval_views
@@ -40,6 +41,7 @@ CATALOG_VIEWS: tuple[ViewCreator, ...] = (
     create_agentic_views,
     create_agent_memory_log,
     create_product_views,
+    create_probe_views,
     comment_views,
 )
 

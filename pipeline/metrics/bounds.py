@@ -63,3 +63,21 @@ def order_reversed(value_a: float | None, value_b: float | None, bound_a: float 
         return False
     assert value_a is not None and value_b is not None and bound_a is not None and bound_b is not None
     return (value_a > value_b and bound_a < bound_b) or (value_a < value_b and bound_a > bound_b)
+
+
+# ---- judge error rates on known answers (pipeline/judges/probe.py) ------------------------------
+FALSE_ACCEPT_RATE = "false_accept_rate"
+FALSE_REJECT_RATE = "false_reject_rate"
+
+
+def error_rate(n_errors: int, n_judged: int) -> float | None:
+    """``n_errors / n_judged`` over the probes that got a verdict (a failed judgment is no verdict:
+    counted apart, never as an accept or a reject). False accepts: known-wrong answers judged
+    correct, over known-wrong answers judged; false rejects: known-right answers judged wrong, over
+    known-right answers judged. None when no probe of the kind got a verdict."""
+    return None if n_judged == 0 else n_errors / n_judged
+
+
+def error_rate_sql(n_errors: str, n_judged: str) -> str:
+    """The SQL of ``error_rate``."""
+    return f"CASE WHEN ({n_judged}) > 0 THEN ({n_errors})::DOUBLE / ({n_judged}) END"
