@@ -45,6 +45,8 @@ VIEW_DOCS: dict[str, str] = {
     "judge_agreement": "pairs of judges on the same answers: 2x2 counts, agreement, Cohen's kappa",
     "judge_failures": "failed judgments per judge, and how many were unparseable verdicts",
     "catalog_errors": "report views that could not be created (their error)",
+    "wrong_answer_causes": "wrong verdicts per dataset x system x reader x judge metric x question type (+ '(all)'), "
+    "split by where they were lost: evidence not retrieved, retrieved but answered wrong, right by a string metric",
     "isolation_checks": "membench check-isolation: per memory system, whether another haystack's canary fact came "
     "back in its retrieval",
     "judge_probes": "membench judge-probe: per (dataset, judge, probe): an answer of known verdict and the judge's "
@@ -232,6 +234,17 @@ VIEW_COLUMNS: dict[str, dict[str, str]] = {
     },
     "judge_failures": {"n_unparseable_verdict": "failed judgments whose LLM reply held no verdict"},
     "catalog_errors": {"view_creator": "the function that failed", "error": "its error"},
+    "wrong_answer_causes": {
+        "n_wrong": "scored verdicts with correct = false",
+        "n_evidence_not_retrieved": "wrong answers whose reader context held no gold evidence turn "
+        "(turn-level evidence_recall_context = 0)",
+        "n_retrieved_answered_wrong": "wrong answers whose reader context held gold evidence (evidence_recall_context "
+        "> 0)",
+        "n_string_right_judged_wrong": "wrong by this judge, right by a string metric on the same answer "
+        "(locomo_exact_match or lme_contains_normalized); tried first",
+        "n_evidence_unknown": "wrong answers with no scored evidence to look for (no gold evidence, abstention, "
+        "multiple choice, failed retrieval)",
+    },
     "isolation_checks": {
         "status": "isolated, leaked, inconclusive (haystack A's own retrieval lacked the canary) or failed",
         "leaked": "haystack B's retrieval (units or context) held haystack A's canary",

@@ -30,6 +30,7 @@ from pipeline.report.build import REPORT_HTML, ReportData
 from pipeline.report.flags_html import dataset_flags, system_badges
 from pipeline.report.glossary import OFFLINE_LABEL, reader_display
 from pipeline.report.judges_html import judge_section
+from pipeline.report.losses_html import loss_section
 from pipeline.report.official_html import protocol_sections
 from pipeline.report.product_html import product_section
 from pipeline.report.questions import (
@@ -545,6 +546,7 @@ def render_dataset(data: ReportData, dataset: str, questions: Sequence[QuestionV
     parts += protocol_sections(data, dataset)  # pipeline/report/official_html.py
     parts += product_section(data, dataset)  # pipeline/report/product_html.py
     parts += judge_section(data, dataset)  # pipeline/report/judges_html.py
+    parts += loss_section(data, dataset, main_metric(acc))  # pipeline/report/losses_html.py
     parts += ["<h2>Plots</h2>", _plots(data, dataset)]
     paired = [r for r in data.rows("paired_comparisons") if r["dataset"] == dataset]
     if paired:
