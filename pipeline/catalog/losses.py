@@ -20,6 +20,8 @@ LOSS_VIEWS = ("wrong_answer_causes",)
 
 def _sql(has_retrieval: bool) -> str:
     strings = ", ".join(f"'{m}'" for m in STRING_METRICS)
+    # a string metric's own wrong verdicts are never "right by a string metric"
+    string_right = f"coalesce(s.string_right, false) AND w.metric NOT IN ({strings})"
     evidence = (
         "SELECT partition_key, system, evidence_recall_context FROM retrieval_metrics "
         "WHERE level = 'turn' AND outcome = 'scored'"
@@ -39,8 +41,7 @@ strings AS (
 ev AS ({evidence}),
 caused AS (
   SELECT w.dataset, w.system, w.reader, w.judge, w.metric, w.type_raw, w.type_name,
-    {loss_cause_sql("coalesce(s.string_right, false) AND w.metric NOT IN (" + strings + ")", "ev.evidence_recall_context")}
-      AS cause
+    {loss_cause_sql(string_right, "ev.evidence_recall_context")} AS cause
   FROM wrong w
   LEFT JOIN strings s ON s.partition_key = w.partition_key AND s.system = w.system AND s.reader = w.reader
   LEFT JOIN ev ON ev.partition_key = w.partition_key AND ev.system = w.system

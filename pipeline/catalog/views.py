@@ -11,8 +11,8 @@ import duckdb
 
 from pipeline.catalog.agentic import create_agent_memory_log, create_agentic_views
 from pipeline.catalog.docs import comment_catalog
-from pipeline.catalog.official import create_official_views
 from pipeline.catalog.losses import create_loss_views
+from pipeline.catalog.official import create_official_views
 from pipeline.catalog.probes import create_probe_views
 from pipeline.catalog.products import create_product_views
 from pipeline.catalog.repeats import create_repeat_views
