@@ -32,7 +32,7 @@ from pipeline.core.records import QuestionRow
 from pipeline.core.status import STATUS_FAILED, STATUS_OK
 from pipeline.core.units import repeat_unit
 from pipeline.memory.base import MemorySystem, RetrievalResult
-from pipeline.memory.systems import system_specs
+from pipeline.memory.cutoffs import reading_systems
 from pipeline.readers.base import (
     Answer,
     Reader,
@@ -86,14 +86,14 @@ def answer_units(bench: ReaderBenchmark, dataset: str) -> list[AnswerUnit]:
 
     def build() -> tuple[AnswerUnit, ...]:
         units = []
-        for system in system_specs(bench, dataset):
+        for system, system_hash in reading_systems(bench, dataset):  # each system and its cut-offs
             for entry in bench.readers_for(dataset):
                 identity = entry.impl.identity(entry.config.params, bench.config)
-                base = {"system": system.unit_hash, "reader": [entry.kind, entry.params_json()], "identity": identity}
+                base = {"system": system_hash, "reader": [entry.kind, entry.params_json()], "identity": identity}
                 for r in range(1, entry.config.repeats + 1):
                     h = _hash(base if r == 1 else {**base, "repeat": r})
-                    spec = UnitSpec(repeat_unit(f"{system.name}/{entry.name}", r), h)
-                    units.append(AnswerUnit(system.name, system.unit_hash, entry.config, spec, r))
+                    spec = UnitSpec(repeat_unit(f"{system}/{entry.name}", r), h)
+                    units.append(AnswerUnit(system, system_hash, entry.config, spec, r))
         return tuple(units)
 
     return list(bench.derived(("answer_units", dataset), build))

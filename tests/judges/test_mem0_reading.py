@@ -66,7 +66,7 @@ def test_each_reading(reply: str, pinned: str | None, final: str | None) -> None
 
 def test_final_extract_json_spans_first_to_last_brace() -> None:
     assert mem0_extract_json('a {"x": {"y": 1}} b') == '{"x": {"y": 1}}'
-    assert mem0_extract_json('a } then { b') == "a } then { b"  # "}" before "{": the reply as it is
+    assert mem0_extract_json("a } then { b") == "a } then { b"  # "}" before "{": the reply as it is
     with pytest.raises(ValueError, match="unknown mem0 judge reading"):
         mem0_extract_json("{}", "newest")
 
