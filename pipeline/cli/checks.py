@@ -103,7 +103,12 @@ def cmd_check_isolation(args: argparse.Namespace) -> int:
     if unknown:
         raise UserError(f"no memory system {', '.join(unknown)} in {bench.config.source}; configured: "
                         f"{', '.join(sorted(configured)) or 'none'}")  # fmt: skip
-    results = [check_isolation_of(bench, name, _memory_deps(bench)) for name in args.systems]
+    deps = _memory_deps(bench)
+    try:
+        results = [check_isolation_of(bench, name, deps) for name in args.systems]
+    finally:
+        if deps.llm is not None:
+            deps.llm.close()
     for r in results:
         sys.stdout.write(r.line() + "\n")
     return 1 if any(r.status == STATUS_LEAKED for r in results) else 0
