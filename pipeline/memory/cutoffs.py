@@ -8,8 +8,8 @@ renders from them (``RetrievalResult.at_depth``), and is read and judged as a sy
 (answers ``<system>@<c>/<reader>``, judgments ``.../<judge>``), cached by its own unit hash: the
 system's unit hash (every param, code version, models) plus the depth.
 
-A system whose context is not built from its ranking (``full_context``, ``hybrid``, LoCoMo's
-official retrievers) has no ``at_depth``: its cut-off rows fail with that reason, never a silent copy.
+A system whose context is not built from its ranking (``full_context``, LoCoMo's official
+retrievers) has no ``at_depth``: its cut-off rows fail with that reason, never a silent copy.
 """
 
 from __future__ import annotations

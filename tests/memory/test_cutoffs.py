@@ -105,3 +105,15 @@ def test_cutoff_units_have_their_own_identity(tmp_path: Path) -> None:
 def test_bad_cutoffs_fail_the_config(entry: dict[str, object], section: str, message: str) -> None:
     with pytest.raises(pydantic.ValidationError, match=message):
         BenchmarkConfig(datasets=(DatasetConfig(name="d", loader="toy", path="-"),), **{section: (entry,)})
+
+
+def test_hybrid_reads_at_a_depth() -> None:
+    """hybrid renders its context from its ranking: a depth cut keeps its first units and channel scores."""
+    from tests.support.hybrid import ask, build, ids
+
+    mem = build(None, channels={"semantic": False}, top_k=6)
+    result = mem.retrieve(ask("What did my sister say about my cat and my bike?"))
+    assert result.at_depth is not None and len(result.units) == 6
+    cut = result.at_depth(2)
+    assert ids(cut) == ids(result)[:2] and [u.bm25 for u in cut.units] == [u.bm25 for u in result.units[:2]]
+    assert cut.context_tokens < result.context_tokens and cut.notes["cutoff"] == 2
