@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 HELP = """membench: the results of a benchmark config, from any folder: where they are, progress per
 stage, the failed questions with the commands that re-run them, SQL over the result views, the
-catalog's columns, paired comparisons of runs, and forgetting a renamed memory system's results.
+catalog's columns, paired comparisons of runs, forgetting a renamed memory system's results, the
+judges' error rates on answers of known verdict, and the isolation canary of a memory system.
 
 Run the benchmark itself with `dagster job execute -j full_benchmark` (README). A mistake here
 (a missing config, no results yet, a bad query) ends in one line on stderr and exit status 2."""
