@@ -88,8 +88,14 @@ def _component(section: str, feeds: tuple[str, ...]) -> dict[str, FieldRule]:
         if section != "memory_systems"
         else FieldRule(IDENTITY, "must stay 1 for memory systems (a config error otherwise)", ())
     )
+    cutoffs = (
+        FieldRule(IDENTITY, "each depth c is a unit <system>@<c> read from the system's one retrieval", feeds[1:])
+        if section == "memory_systems"
+        else FieldRule(IDENTITY, "must stay empty for readers and judges (a config error otherwise)", ())
+    )
     return {
         f"{section}[].name": FieldRule(NAMING, "the unit's name; a renamed entry is a new entry"),
+        f"{section}[].cutoffs": cutoffs,
         f"{section}[].kind": FieldRule(IDENTITY, "which implementation (its code version is in the hash too)", feeds),
         f"{section}[].params": FieldRule(IDENTITY, "every param, code defaults filled in", feeds),
         f"{section}[].datasets": FieldRule(SELECTION, "which datasets the entry runs on"),

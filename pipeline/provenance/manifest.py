@@ -32,6 +32,7 @@ from pipeline.catalog.manifest import (
     DATASET_SCHEMA,
     FLAG_FAILED,
     FLAG_FULL_HAYSTACK,
+    FLAG_ISOLATION_LEAK,
     FLAG_SCHEMA,
     FLAG_SLICED,
     MANIFEST_DIR,
@@ -304,12 +305,21 @@ def failed_counts(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
     return {d: (int(f), int(n)) for d, f, n in rows}
 
 
+def leaked_systems(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
+    """system -> (canary, checked_at) of every system whose last ``membench check-isolation`` leaked."""
+    if "isolation_checks" not in _views(con):
+        return {}
+    rows = con.execute("SELECT system, canary, checked_at FROM isolation_checks WHERE leaked").fetchall()
+    return {s: (c, t) for s, c, t in rows}
+
+
 def integrity_flags(
     con: duckdb.DuckDBPyConnection, cfg: BenchmarkConfig, datasets: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """Every flag that qualifies a number of this run (an empty list: nothing to qualify)."""
     flags: list[dict[str, Any]] = []
     failed = failed_counts(con)
+    leaked = leaked_systems(con)
     for entry in datasets:
         name = entry["dataset"]
         if entry["sliced"]:
@@ -339,6 +349,11 @@ def integrity_flags(
                     f"failed questions: {n_failed} of {n_all} (not scored; retried by the next run)",
                 )
             )
+        for system in (s.name for s in cfg.memory_systems if s.applies_to(name) and s.name in leaked):
+            canary, when = leaked[system]
+            message = (f"isolation leak: another haystack's canary {canary} came back in this system's retrieval "
+                       f"(membench check-isolation, {when}); its numbers may use other conversations' memories")
+            flags.append(_flag(name, system, FLAG_ISOLATION_LEAK, 1, 1, message))
         roles = cfg.dataset(name).index_roles
         for system, n_ok, n_full in full_haystack_counts(con, name, roles):
             if n_full:

@@ -31,9 +31,10 @@ from pipeline.config.model import BenchmarkConfig, ComponentConfig
 from pipeline.config.specs import Benchmark, ComponentSpec
 from pipeline.core.records import QuestionRow
 from pipeline.core.status import STATUS_FAILED, STATUS_OK
-from pipeline.core.units import repeat_unit
+from pipeline.core.units import base_system, cutoff_of, repeat_unit
 from pipeline.llm.identity import asked_model, hash_extras, llm_fields, price_identity
 from pipeline.memory.base import MemorySystem, RetrievalResult
+from pipeline.memory.cutoffs import reading_systems
 from pipeline.memory.systems import system_specs
 from pipeline.readers.base import (
     Answer,
@@ -112,15 +113,18 @@ def answer_units(bench: ReaderBenchmark, dataset: str) -> list[AnswerUnit]:
 
     def build() -> tuple[AnswerUnit, ...]:
         units = []
-        for system in system_specs(bench, dataset):
+        systems = {s.name: s.settings for s in system_specs(bench, dataset)}
+        for system, system_hash in reading_systems(bench, dataset):  # each system and its cut-offs
             for entry in bench.readers_for(dataset):
                 base, settings = reader_identity(entry, bench.config)
-                base = {"system": system.unit_hash, **base}
+                base = {"system": system_hash, **base}
                 for r in range(1, entry.config.repeats + 1):
                     h = _hash(base if r == 1 else {**base, "repeat": r})
-                    spec = UnitSpec(repeat_unit(f"{system.name}/{entry.name}", r), h)
-                    unit_settings = {**system.settings, **settings, f"readers[{entry.name}].repeat": r}
-                    units.append(AnswerUnit(system.name, system.unit_hash, entry.config, spec, r, unit_settings))
+                    spec = UnitSpec(repeat_unit(f"{system}/{entry.name}", r), h)
+                    unit_settings = {**systems[base_system(system)], **settings, f"readers[{entry.name}].repeat": r}
+                    if cutoff_of(system) is not None:
+                        unit_settings[f"memory_systems[{base_system(system)}] cut-off"] = cutoff_of(system)
+                    units.append(AnswerUnit(system, system_hash, entry.config, spec, r, unit_settings))
         return tuple(units)
 
     return list(bench.derived(("answer_units", dataset), build))

@@ -82,6 +82,7 @@ IDENTITY_FLIPS = [
     Flip("embeddings.max_seq_length", 128, ALL, vectors=True),
     Flip("memory_systems[].kind", "flat_bm25", ALL),  # ``[]``: the section's last entry (notes; the LLM judge)
     Flip("memory_systems[].params", {"top_k": 5}, ALL),
+    Flip("memory_systems[].cutoffs", [2], frozenset({"retrievals", "answers", "judgments"})),  # a new unit notes@2
     Flip("readers[].kind", "offline", READ, vectors=True),  # the offline reader embeds sentence spans
     Flip("readers[].params", {"max_tokens": 64}, READ, requests=True),
     Flip("readers[].repeats", 2, READ, requests=True),
@@ -141,6 +142,8 @@ NOT_FLIPPED = {
     "datasets[].loader": "one loader reads this format; tests/datasets cover each loader's records",
     "embeddings.model": "one model is bundled offline; backend and max_seq_length flip the same recorded variant",
     "memory_systems[].repeats": "must stay 1 for memory systems (a config error otherwise)",
+    "readers[].cutoffs": "must stay empty for readers (a config error otherwise)",
+    "judges[].cutoffs": "must stay empty for judges (a config error otherwise)",
     "results_dir": "another folder is another, empty store: everything is computed there",
     "source": "set by the loader from the file name, not written in a config",
 }
