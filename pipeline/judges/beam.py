@@ -334,6 +334,7 @@ def _spec(metric: str, fn: Any, description: str, fingerprint: str) -> JudgeSpec
         allowed_params=frozenset({"model"}),
         fingerprint=fingerprint,
         official_model=BEAM_JUDGE_MODEL,
+        llm_fields=("model", "max_tokens", "model_tag"),  # its calls set no reply cap: the endpoint's applies
     )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pipeline.judges.base import JudgeContext, JudgeFailed, UnparseableVerdict
+from pipeline.judges.base import JudgeContext, JudgeFailed, UnparseableVerdict, judge_model
 from pipeline.llm.cache import discard_reply
 from pipeline.llm.protocol import EMPTY_COMPLETION, LLMReply, Message
 
@@ -25,7 +25,6 @@ def judge_chat(
     messages: Sequence[Message],
     max_tokens: int | None,
     *,
-    default_model: str | None = None,
     params: Mapping[str, Any] | None = None,
     empty_is_reply: bool = False,
 ) -> LLMReply:
@@ -37,7 +36,7 @@ def judge_chat(
         params = {**(params or {}), "seed": ctx.repeat}
     reply = ctx.llm.chat(
         messages,
-        model=ctx.params.get("model") or default_model,
+        model=ctx.model or judge_model(ctx.params, None),  # None: the client's model, the endpoint's
         temperature=JUDGE_TEMPERATURE,
         max_tokens=max_tokens,
         params=params,

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from pipeline.config.model import BenchmarkConfig
+from pipeline.llm.identity import not_set
 from pipeline.llm.protocol import LLMReply
 from pipeline.memory.base import RetrievedUnit
 from pipeline.metrics.retrieval import context_units
@@ -79,6 +80,17 @@ class LLMReader:
         if deps.llm is None:
             raise ReaderConfigError("reader kind 'llm' needs an LLM endpoint, but the config has no 'llm:' block")
         self.llm = deps.llm
+
+    @classmethod
+    def llm_fields(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The ``llm:`` settings its calls take (pipeline/llm/identity.py): the tag, and the temperature
+        and reply cap its params leave unset (the model is in ``identity``)."""
+        fields = ["model_tag", *not_set(params, "temperature", "max_tokens")]
+        preset = params.get("preset")
+        if preset in presets.BEAM_PRESETS:  # they send their protocol's temperature (LoCoMo-Plus: its reply cap too)
+            fixed = {"temperature", "max_tokens"} if preset == presets.PRESET_LOCOMO_PLUS else {"temperature"}
+            fields = [f for f in fields if f not in fixed]
+        return tuple(fields)
 
     @classmethod
     def identity(cls, params: Mapping[str, Any], cfg: BenchmarkConfig) -> str:

@@ -346,7 +346,7 @@ class Estimator:
                 for judge in judges:
                     unit = f"{answer_unit}/{judge.name}"
                     pending = [k for k in text.questions if (k, unit) not in self.done["judgments"]]
-                    model = judge_model(judge.params_given(), judge.impl, endpoint.model if endpoint else None)
+                    model = judge_model(judge.params_given(), endpoint.model if endpoint else None)
                     work = _JudgeWork()
                     for k in pending:
                         work.add(judge.impl.metric, k, text, shared, self._alignment_calls(judge.name))
