@@ -31,7 +31,8 @@ Quirks handled and counted (``data_quality.kind``):
   as the official pipeline does; ``plan_ids_offset``: a 10M plan part whose ids restart, shifted;
 - ``no_reference_answer``: a question without a reference answer field (instruction and
   preference following give ``expected_compliance`` instead, used as ``answer``; else the rubric);
-- ``no_evidence``: a question other than abstention without ``source_chat_ids``;
+- ``no_evidence``: a question other than abstention without ``source_chat_ids``, or with an empty
+  one (``[]``: 5 of the 100K questions, 1 of the 1M ones);
   ``evidence_missing_message`` (an id no message has: dropped), ``evidence_id_string`` (an id
   given as a string of digits: read as the number), ``evidence_unparseable`` (dropped),
   ``evidence_duplicate`` (dropped);
@@ -392,13 +393,14 @@ def _evidence(
 ) -> tuple[EvidenceRow, ...]:
     """Turn rows for each id a message has; a session row per batch they fall in."""
     field = f"{path}source_chat_ids"
-    if source is None:
+    ids = [] if source is None else _flat_ids(source, path)
+    if not ids:
         if item.ability != BEAM_ABSTENTION:
-            ctx.issue("no_evidence", field, "<missing>", "no evidence rows")
+            ctx.issue("no_evidence", field, "<missing>" if source is None else json.dumps(source), "no evidence rows")
         return ()
     rows: dict[tuple[str, str], EvidenceRow] = {}
     sessions = {s.session.session_key: s.session.source_session_id for s in conv.sessions}
-    for label, raw in _flat_ids(source, path):
+    for label, raw in ids:
         mid = _message_id(raw)
         given = f"{label}:{raw}" if label else str(raw)
         if mid is None:

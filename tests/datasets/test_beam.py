@@ -217,3 +217,15 @@ def test_conversion_notices_an_edit_inside_the_folder(tmp_path: Path) -> None:
         zip(questions.column("question_id").to_pylist(), questions.column("rubric").to_pylist(), strict=True)
     )
     assert rubrics["100K-1-event_ordering-0"] == ["Garden and bed schema", "Sowing calendar", "Deployment to a VPS"]
+
+
+def test_an_empty_evidence_list_is_counted(tmp_path: Path) -> None:
+    tier = _tier(tmp_path)
+    path = _questions(tier, "1")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["summarization"][0]["source_chat_ids"] = []
+    path.write_text(json.dumps(data), encoding="utf-8")
+    records = by_id(load(tier))
+    summary = records["100K-1-summarization-0"]
+    assert summary.evidence == ()
+    assert [(i.kind, i.raw_value) for i in summary.issues if i.kind == "no_evidence"] == [("no_evidence", "[]")]

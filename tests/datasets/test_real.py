@@ -113,12 +113,13 @@ BEAM_ABILITY_COUNT = 10  # two questions per ability and chat
     ("tier", "chats", "sessions", "messages", "issues"),
     [
         ("100K", 20, 90, 5732, {"batch_time_from_message": 90, "position_marker": 2191, "position_marker_malformed": 8,
-                                "evidence_duplicate": 15, "no_reference_answer": 80, "difficulty_missing": 1}),
+                                "evidence_duplicate": 15, "no_reference_answer": 80, "difficulty_missing": 1,
+                                "no_evidence": 5}),
         ("500K", 35, 350, 38058, {"batch_time_from_message": 350, "position_marker": 14412,
                                   "position_marker_malformed": 177, "no_reference_answer": 140, "no_evidence": 1,
                                   "evidence_duplicate": 21}),
         ("1M", 9, 90, 16002, {"batch_time_from_message": 90, "position_marker": 6187, "position_marker_malformed": 70,
-                              "no_reference_answer": 36, "evidence_duplicate": 10, "no_evidence": 1}),
+                              "no_reference_answer": 36, "evidence_duplicate": 10, "no_evidence": 2}),
     ],
 )  # fmt: skip
 def test_beam_tiers(shared_datasets: Path, tier: str, chats: int, sessions: int, messages: int, issues: dict) -> None:
