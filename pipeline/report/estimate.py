@@ -49,7 +49,8 @@ from pipeline.metrics.aggregates import (
     METRIC_BEAM_RUBRIC_MEAN,
     METRIC_LOCOMO_PLUS_JUDGE,
 )
-from pipeline.readers.presets import PRESET_LME_CON
+from pipeline.readers.presets import PRESET_LME_CON, PRESET_LOCOMO_PLUS
+from pipeline.readers.presets_beam import LOCOMO_PLUS_MAX_TOKENS
 from pipeline.store.results import ResultStore
 
 ALIGNMENT_PROMPT_TOKENS = 80  # an alignment call: its two messages and two short snippets, about
@@ -290,6 +291,8 @@ class Estimator:
                 if usage is None:
                     if dataset_kind(self.cfg.dataset(dataset).loader) == FAMILY_MC10 and "mc_max_tokens" in params:
                         params = {**params, "max_tokens": params["mc_max_tokens"]}  # one option index
+                    elif params.get("preset") == PRESET_LOCOMO_PLUS and not params.get("max_tokens"):
+                        params = {**params, "max_tokens": LOCOMO_PLUS_MAX_TOKENS}  # the preset's own cap
                     usage, basis = self._unmeasured_answer(pending, system.name, params)
                 n = len(pending) * reader.config.repeats
                 prompt = None if usage[0] is None else n * usage[0]
