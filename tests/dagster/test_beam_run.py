@@ -61,6 +61,20 @@ def test_offline_then_llm_run_of_the_samples(tmp_path: Path) -> None:
     assert offline.returncode == 0, offline.stdout[-3000:] + offline.stderr[-3000:]
     report = tmp_path / "res" / "report.html"
     assert report.exists() and "judgments" not in json.loads((tmp_path / "res" / "results.json").read_text())
+    # BEAM's evidence recall from source_chat_ids, by message (turn) and by batch (session), beside the
+    # other datasets' retrieval report; the questions without source_chat_ids are not scored
+    con = open_catalog(tmp_path / "res" / "results.duckdb")
+    recall = con.execute(
+        "SELECT dataset, level, n_questions, n_scored, n_excluded_no_gold, n_failed, evidence_recall_at_10 "
+        "FROM retrieval_report WHERE dataset LIKE 'beam%' AND type_raw = '(all)' AND level IN ('turn', 'session') "
+        "ORDER BY 1, 2"
+    ).fetchall()
+    con.close()
+    assert [row[:6] for row in recall] == [
+        ("beam", "session", 15, 12, 3, 0), ("beam", "turn", 15, 12, 3, 0),
+        ("beam10m", "session", 10, 9, 1, 0), ("beam10m", "turn", 10, 9, 1, 0),
+    ]  # fmt: skip
+    assert all(0.0 < row[6] <= 1.0 for row in recall)
     with running_fake_server(default_reply="NO") as server:
         _judge_rules(server)
         llm = {"base_url": server.base_url, "model": "fake-model", "api_key_env": "MEMBENCH_TEST_KEY",
