@@ -14,7 +14,8 @@ Why this shape:
   still fails is returned as ``LLMReply(ok=False, error=...)`` so the caller records it as failed
   (and the next run retries it); transport problems never raise into the caller.
 - Every successful reply is cached by sha256(model, messages, params) (pipeline.llm.cache), so a
-  finished benchmark re-runs with zero requests and without needing the API key.
+  finished benchmark re-runs with zero requests (a client built directly needs no API key for it; the
+  definitions still ask for a remote endpoint's key at load: pipeline/llm/keys.py).
 - At most ``max_concurrency`` requests are in flight per resource, however many threads call it.
 - The API key is a secret: set it with ``dg.EnvVar`` on the Dagster resource (or leave it empty and
   name ``api_key_env``); it is excluded from repr/str, metadata (``describe``), cache keys, cache files and errors.
@@ -32,12 +33,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from pipeline.config.model import PROJECT_ROOT, BenchmarkConfig, LLMConfig
 from pipeline.llm.cache import ResponseCache, cache_key
+from pipeline.llm.keys import NO_KEY_PLACEHOLDER, is_local, key_from_env
 from pipeline.llm.meter import METER
 from pipeline.llm.prices import ModelPrice, cost_usd, load_prices
 from pipeline.llm.protocol import (
@@ -82,8 +83,6 @@ __all__ = [
 
 DEFAULT_PRICES = "configs/prices.yaml"
 CACHE_SUBDIR = "llm_cache"
-LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
-NO_KEY_PLACEHOLDER = "no-key"  # local servers ignore the key, but the openai client needs one
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 MAX_ERROR_CHARS = 500
 
@@ -283,10 +282,10 @@ class OpenAIChatClient(BaseModel):
 
     def _secret(self) -> str:
         """The key: ``api_key`` (EnvVar-resolved) or ``$api_key_env``; a placeholder for local servers."""
-        key = self.api_key or os.environ.get(self.api_key_env, "")
+        key = self.api_key or key_from_env(self.api_key_env)
         if key:
             return key
-        if urlsplit(self.base_url).hostname in LOCAL_HOSTS:
+        if is_local(self.base_url):
             return NO_KEY_PLACEHOLDER
         raise LLMConfigError(
             f"no API key for {safe_url(self.base_url)}: set ${self.api_key_env} "
@@ -438,7 +437,7 @@ class OpenAIChatClient(BaseModel):
 
     def _clean(self, text: str) -> str:
         """Bounded error text with any occurrence of the key masked (servers may echo headers)."""
-        return mask_secret(text, self.api_key or os.environ.get(self.api_key_env, ""))[:MAX_ERROR_CHARS]
+        return mask_secret(text, self.api_key or key_from_env(self.api_key_env))[:MAX_ERROR_CHARS]
 
     def _store(
         self,
