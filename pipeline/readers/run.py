@@ -31,6 +31,7 @@ from pipeline.config.specs import Benchmark
 from pipeline.core.records import QuestionRow
 from pipeline.core.status import STATUS_FAILED, STATUS_OK
 from pipeline.core.units import repeat_unit
+from pipeline.llm.protocol import NOT_ATTEMPTED
 from pipeline.memory.base import MemorySystem, RetrievalResult
 from pipeline.memory.systems import system_specs
 from pipeline.readers.base import (
@@ -183,7 +184,7 @@ def upstream_error(
         return f"{prefix} missing: no {unit!r} row in {stage} for {key}"
     if row["status"] != STATUS_OK:
         error = str(row["error"])
-        return f"{prefix} {error}" if error.startswith("not attempted: ") else f"{prefix} failed: {error}"
+        return f"{prefix} {error}" if error.startswith(NOT_ATTEMPTED) else f"{prefix} failed: {error}"
     if row["unit_hash"] != expected_hash:
         return (
             f"{prefix} stale: {unit!r} row in {stage} has unit hash {row['unit_hash']}, "

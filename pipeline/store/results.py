@@ -349,10 +349,14 @@ class ResultStore:
             key_parts.append(f"SELECT dataset, {DATASET_FAILURE_KEY_SQL}, NULL FROM dataset_failures")
             unkeyed.append(f"SELECT {DATASET_FAILURE_KEY_SQL} AS k, message FROM dataset_failures")
             if "ingestion" in globs:  # questions of a dataset that failed on its first load: failed rows only
-                key_parts.append(
-                    "SELECT DISTINCT dataset, partition_key, question_id FROM ingestion WHERE dataset IN (SELECT "
-                    "dataset FROM dataset_failures) AND partition_key NOT IN (SELECT partition_key FROM questions)"
+                first_load = (
+                    "FROM ingestion i JOIN dataset_failures f USING (dataset) "
+                    "WHERE i.partition_key NOT IN (SELECT partition_key FROM questions)"
                 )
+                key_parts.append(f"SELECT DISTINCT i.dataset, i.partition_key, i.question_id {first_load}")
+                # ... failed in canonical too, with the load error (not 'missing', as if a rerun could fill it)
+                canonical = "SELECT DISTINCT i.partition_key, 'canonical', 'failed', f.message, NULL, NULL"
+                parts.append(f"{canonical} {first_load}")
         parts += [
             f"SELECT partition_key, '{s}', status, error, duration_s, finished_at FROM \"{s}\""
             for s in STAGE_TABLES
