@@ -14,8 +14,9 @@ endpoint down, so later calls probe as soon as they send and the stage's breaker
 A probe that is answered lets the request wait on (probed again every ``probe_after_s``) up to
 its own timeout.
 
-The request runs in a daemon thread; when the probe finds the endpoint hung, the caller returns
-and the thread is left to end at the request's own timeout (or when the client is closed).
+The request and each probe run in daemon threads; the caller returns with whichever settles it
+first (the request's reply or error, or a probe that got no answer), and a request left behind
+ends at its own timeout (or when the client is closed).
 """
 
 from __future__ import annotations
@@ -66,26 +67,28 @@ def watched(
 ) -> T | Hung:
     """``request()``'s result, or Hung when ``check()`` (the probe) reports a problem while it waits.
 
-    ``check`` runs after ``first_s`` without a result (0: at once, alongside the request), then
-    every ``every_s``. A request that finished while the probe ran wins over the probe's verdict;
-    an exception of ``request`` is raised here.
+    ``check`` starts after ``first_s`` without a result (0: at once, alongside the request), then
+    ``every_s`` after the previous one answered. Both run in threads: the request's result is
+    returned as soon as it comes, even while a probe is still waiting; a probe's problem counts
+    only while the request has no result. An exception of ``request`` is raised here.
     """
-    results: queue.Queue[_Outcome[T]] = queue.Queue(maxsize=1)
+    events: queue.Queue[_Event[T]] = queue.Queue()
     start = time.monotonic()
-    threading.Thread(target=_run, args=(request, results), name="llm-request", daemon=True).start()
-    wait = first_s
+    _spawn(lambda: _Event(request=_Outcome.of(request)), events, "llm-request")
+    next_probe: float | None = start + first_s  # None while a probe runs
     while True:
+        timeout = None if next_probe is None else max(0.0, next_probe - time.monotonic())
         try:
-            return _unwrap(results.get(timeout=wait) if wait > 0 else results.get_nowait())
+            event = events.get(timeout=timeout) if timeout is None or timeout > 0 else events.get_nowait()
         except queue.Empty:
-            pass
-        problem = check()
-        try:
-            return _unwrap(results.get_nowait())
-        except queue.Empty:
-            if problem is not None:
-                return Hung(time.monotonic() - start, problem)
-        wait = every_s
+            _spawn(lambda: _Event(probe=check()), events, "llm-probe")
+            next_probe = None
+            continue
+        if event.request is not None:
+            return event.request.unwrap()
+        if event.probe is not None:
+            return Hung(time.monotonic() - start, event.probe)
+        next_probe = time.monotonic() + every_s
 
 
 @dataclass(frozen=True)
@@ -93,15 +96,32 @@ class _Outcome(Generic[T]):
     value: T | None = None
     error: BaseException | None = None
 
+    @classmethod
+    def of(cls, fn: Callable[[], T]) -> _Outcome[T]:
+        try:
+            return cls(value=fn())
+        except BaseException as exc:  # handed to the caller, never lost in a thread
+            return cls(error=exc)
 
-def _run(request: Callable[[], T], results: queue.Queue[_Outcome[T]]) -> None:
-    try:
-        results.put(_Outcome(value=request()))
-    except BaseException as exc:  # handed to the caller, never lost in this thread
-        results.put(_Outcome(error=exc))
+    def unwrap(self) -> T:
+        if self.error is not None:
+            raise self.error
+        return cast(T, self.value)  # set whenever error is None
 
 
-def _unwrap(outcome: _Outcome[T]) -> T:
-    if outcome.error is not None:
-        raise outcome.error
-    return cast(T, outcome.value)  # set whenever error is None
+@dataclass(frozen=True)
+class _Event(Generic[T]):
+    """What a thread of ``watched`` reports: the request's outcome, or a probe's verdict (None: answered)."""
+
+    request: _Outcome[T] | None = None
+    probe: str | None = None
+
+
+def _spawn(work: Callable[[], _Event[T]], events: queue.Queue[_Event[T]], name: str) -> None:
+    def run() -> None:
+        try:
+            events.put(work())
+        except BaseException as exc:  # a probe that raised: report it as no answer
+            events.put(_Event(probe=f"probe failed: {type(exc).__name__}: {exc}"))
+
+    threading.Thread(target=run, name=name, daemon=True).start()
