@@ -380,8 +380,14 @@ class OpenAIChatClient(BaseModel):
             if not outcome.retryable or attempts > self.max_retries:
                 return self._failed_reply(model, key, outcome, time.monotonic() - start, attempts)
             delay = self._retry_delay(rt, attempts, outcome.retry_after_s)
-            why, n = outcome.error, attempts
-            log.warning("LLM call to %s failed (attempt %d/%d: %s); retrying in %.2fs", model, n, limit, why, delay)
+            log.warning(
+                "LLM call to %s failed (attempt %d/%d: %s); retrying in %.2fs",
+                model,
+                attempts,
+                limit,
+                outcome.error,
+                delay,
+            )
             time.sleep(delay)
 
     def _retry_delay(self, rt: _Runtime, attempt: int, retry_after_s: float | None) -> float:
