@@ -35,7 +35,7 @@ from pathlib import Path
 CATALOG_FILES_DIR = ".catalog_files"  # <results>/.catalog_files/<id>/parquet/...: what a catalog's views read
 CATALOG_LINK = "results.duckdb"  # in each such folder: a hard link to the catalog built over it
 RETIRED_MARK = ".superseded"  # written when a newer catalog replaced this folder's (its time, epoch seconds)
-RETIRE_AFTER_S = 60.0  # a superseded folder stays at least this long: a session opening its catalog locks it by then
+RETIRE_AFTER_S = 10.0  # a superseded folder stays at least this long: a session opening its catalog locks it by then
 PROC_LOCKS = Path("/proc/locks")
 
 
