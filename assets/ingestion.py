@@ -24,7 +24,7 @@ from pipeline.memory.base import INGESTION_PAYLOAD, MemoryDeps
 from pipeline.memory.ingest import MemoryRun, ingestion_results, units_for
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.systems import check_buildable, system_specs, uses_encoder, uses_llm
-from pipeline.run.stage import StageOutcome, UnitResult, WorkItem
+from pipeline.run.stage import StageOutcome, UnitResult, UnitsFor, WorkItem
 from pipeline.store.results import ResultStore
 
 
@@ -68,11 +68,13 @@ def run_memory_stage(
     stage: str,
     payload_schema: pa.Schema,
     results: Callable[[MemoryRun, list[WorkItem]], Iterable[tuple[str, list[UnitResult]]]],
+    stage_units: Callable[[ResolvedConfig], UnitsFor] = units_for,
 ) -> tuple[StageOutcome, dict[str, Any]]:
-    """One memory stage (ingestion or retrievals) over the run's questions."""
+    """One memory stage (ingestion or retrievals) over the run's questions; ``stage_units``: its units
+    (retrievals add each system's cut-off units, pipeline/memory/cutoffs.py)."""
     run = memory_run(context, bench, store, clients)
     driver = question_stage(
-        context, bench.config, store, stage=stage, payload_schema=payload_schema, units_for=units_for(bench)
+        context, bench.config, store, stage=stage, payload_schema=payload_schema, units_for=stage_units(bench)
     )
     outcome = driver.run(keys, lambda items: results(run, items))
     return outcome, run_metadata(bench.config)

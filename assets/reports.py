@@ -7,7 +7,7 @@ of a run, they also end it (assets/run_gate.py): summary line, and a failed run 
 
 import contextlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import dagster as dg
@@ -16,6 +16,7 @@ from dagster import AssetExecutionContext
 from assets.layout import key
 from assets.run_claim import check_scope
 from assets.run_gate import finish_run
+from pipeline.catalog.report import present_metric_columns
 from pipeline.metrics.retrieval import gold_protocol
 from pipeline.provenance.manifest import write_manifest
 from pipeline.report import agentic as agentic_metrics
@@ -41,12 +42,16 @@ def _markdown(rows: list[dict[str, Any]], cols: list[str], limit: int = 20) -> s
     return "\n".join(lines)
 
 
-PREVIEW_SQL = """
-SELECT dataset, system, level, count(*) FILTER (WHERE outcome = 'scored') AS n_scored,
-       avg(recall_any_at_10) AS recall_any_at_10, avg(recall_all_at_10) AS recall_all_at_10,
-       avg(ndcg_any_at_10) AS ndcg_any_at_10
-FROM retrieval_metrics GROUP BY ALL ORDER BY ALL
-"""
+PREVIEW_COLUMNS = ("recall_any_at_10", "recall_all_at_10", "ndcg_any_at_10")
+
+
+def preview_sql(present: Sequence[str]) -> str:
+    """The preview's query: the @10 metrics, NULL where the config's retrieval_k has no 10."""
+    avgs = ", ".join(f"avg({c}) AS {c}" if c in present else f"NULL::DOUBLE AS {c}" for c in PREVIEW_COLUMNS)
+    return (
+        f"SELECT dataset, system, level, count(*) FILTER (WHERE outcome = 'scored') AS n_scored, {avgs} "
+        "FROM retrieval_metrics GROUP BY ALL ORDER BY ALL"
+    )
 
 
 def retrieval_report(
@@ -77,7 +82,7 @@ def retrieval_report(
             context.log.info(f"retrieval_report {ds.name} ({protocol}): {table.num_rows} rows, outcomes {counts}")
     store.refresh_catalog()
     with store.reader() as con:
-        preview = con.sql(PREVIEW_SQL).to_arrow_table().to_pylist()
+        preview = con.sql(preview_sql(present_metric_columns(con))).to_arrow_table().to_pylist()
     return dg.MaterializeResult(
         metadata={
             "pairs_by_outcome (session level)": dg.MetadataValue.json(dict(totals)),
@@ -90,9 +95,7 @@ def retrieval_report(
                         "system",
                         "level",
                         "n_scored",
-                        "recall_any_at_10",
-                        "recall_all_at_10",
-                        "ndcg_any_at_10",
+                        *PREVIEW_COLUMNS,
                     ],
                 )
             ),

@@ -10,8 +10,13 @@ from functools import partial
 
 from assets.ingestion import run_memory_stage
 from pipeline.memory.base import RETRIEVALS_PAYLOAD
+from pipeline.memory.cutoffs import retrieval_units_for
 from pipeline.memory.retrieve import retrieval_results
 
 run_retrievals = partial(
-    run_memory_stage, stage="retrievals", payload_schema=RETRIEVALS_PAYLOAD, results=retrieval_results
+    run_memory_stage,
+    stage="retrievals",
+    payload_schema=RETRIEVALS_PAYLOAD,
+    results=retrieval_results,
+    stage_units=retrieval_units_for,
 )

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# shared helpers hold assertions and fixtures: rewritten however a test module reaches them (import or plugin)
+pytest.register_assert_rewrite("tests.support")
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

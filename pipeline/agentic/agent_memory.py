@@ -39,6 +39,7 @@ from pipeline.agentic.loop import (
 )
 from pipeline.agentic.prompts import NO_RESULTS
 from pipeline.core.records import QuestionRow, SessionRow
+from pipeline.llm.identity import not_set
 from pipeline.llm.protocol import ChatClient
 from pipeline.memory.base import Encoder, MemoryDeps, MemoryUnit, RetrievalResult, turn_unit_text
 from pipeline.memory.context import ORDER_TIME, format_date, ranked_result
@@ -231,6 +232,12 @@ class AgentMemory:
     version = 1
     kind = KIND
     uses_llm = True
+
+    @classmethod
+    def llm_fields(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The ``llm:`` settings its calls take: the model unless its params name one, and the tag
+        (temperature and reply cap are its own params)."""
+        return (*not_set(params, "model"), "model_tag")
 
     def __init__(self, params: ParamsInput, deps: MemoryDeps) -> None:
         self.params = parse_params(self.params_model, params, KIND)

@@ -118,6 +118,12 @@ class AgenticReader:
         )  # fmt: skip
 
     @classmethod
+    def llm_fields(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The ``llm:`` settings its calls take: the tag (the model is in ``identity``; temperature and
+        reply cap are its own params, pipeline/agentic/loop.py LoopSettings)."""
+        return ("model_tag",)
+
+    @classmethod
     def identity(cls, params: Mapping[str, Any], cfg: BenchmarkConfig) -> str:
         model = params.get("model") or (cfg.llm.model if cfg.llm else None)
         p = parse_params(cls.params_model, params, KIND)

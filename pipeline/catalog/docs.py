@@ -45,6 +45,15 @@ VIEW_DOCS: dict[str, str] = {
     "judge_agreement": "pairs of judges on the same answers: 2x2 counts, agreement, Cohen's kappa",
     "judge_failures": "failed judgments per judge, and how many were unparseable verdicts",
     "catalog_errors": "report views that could not be created (their error)",
+    "wrong_answer_causes": "wrong verdicts per dataset x system x reader x judge metric x question type (+ '(all)'), "
+    "split by where they were lost: evidence not retrieved, retrieved but answered wrong, right by a string metric",
+    "isolation_checks": "membench check-isolation: per memory system, whether another haystack's canary fact came "
+    "back in its retrieval",
+    "judge_probes": "membench judge-probe: per (dataset, judge, probe): an answer of known verdict and the judge's "
+    "verdict",
+    "judge_probe_rates": "per dataset x judge x question type (+ '(all)'): false-accept and false-reject rates on the "
+    "probes",
+    "judge_probe_kinds": "per dataset x judge x probe kind: how often the judge accepted that kind of answer",
     "lme_official_accuracy": "LongMemEval's official aggregates (print_qa_metrics.py): per type, task-averaged, "
     "overall, abstention",
     "locomo_official_categories": "LoCoMo's per-category table in the official order 4, 1, 2, 3, 5, overall with "
@@ -108,6 +117,16 @@ SHARED: dict[str, str] = {
     "n_invalid": "scored multiple-choice replies that name no option (scored wrong)",
     "n_excluded": "judgments where the metric does not apply (verdict NULL)",
     "n_judgments": "judgment rows",
+    "failures_as_wrong": "lower bound of headline_value: every question without a score (failed answer, failed "
+    "judgment or unparseable verdict, no verdict row) counted as wrong (score 0); excluded questions stay out",
+    "n_failures_as_wrong": "questions failures_as_wrong counts as wrong without a score: n_failed_answer + "
+    "n_failed_judgment + questions of the group without a judgment row",
+    "tokens_per_correct": "reader prompt + completion tokens of every ok answer / n_correct (NULL when a reader "
+    "reports no tokens or nothing is correct)",
+    "usd_per_correct": "reader cost of every ok answer / n_correct (NULL when an answer has no price or nothing "
+    "is correct)",
+    "seconds_per_correct": "(reader seconds of every ok answer, a cache hit counted at the uncached mean, + "
+    "retrieval seconds of every ok retrieval of the system) / n_correct",
     "mean_context_tokens": "mean context tokens given to the reader",
     "n_questions": "questions in the group",
     "n_failed": "questions whose retrieval failed",
@@ -215,6 +234,46 @@ VIEW_COLUMNS: dict[str, dict[str, str]] = {
     },
     "judge_failures": {"n_unparseable_verdict": "failed judgments whose LLM reply held no verdict"},
     "catalog_errors": {"view_creator": "the function that failed", "error": "its error"},
+    "wrong_answer_causes": {
+        "n_wrong": "scored verdicts with correct = false",
+        "n_evidence_not_retrieved": "wrong answers whose reader context held no gold evidence turn "
+        "(turn-level evidence_recall_context = 0)",
+        "n_retrieved_answered_wrong": "wrong answers whose reader context held gold evidence (evidence_recall_context "
+        "> 0)",
+        "n_string_right_judged_wrong": "wrong by this judge, right by a string metric on the same answer "
+        "(locomo_exact_match or lme_contains_normalized); tried first",
+        "n_evidence_unknown": "wrong answers with no scored evidence to look for (no gold evidence, abstention, "
+        "multiple choice, failed retrieval)",
+    },
+    "isolation_checks": {
+        "status": "isolated, leaked, inconclusive (haystack A's own retrieval lacked the canary) or failed",
+        "leaked": "haystack B's retrieval (units or context) held haystack A's canary",
+        "control_found": "haystack A's own retrieval held its canary (without it no leak can be ruled out)",
+        "canary": "the made-up code ingested into haystack A", "n_units_b": "units haystack B's retrieval returned",
+        "checked_at": "when the check ran (UTC)",
+    },
+    "judge_probes": {
+        "judge_model": "the model an LLM judge asked (NULL for rule-based judges)",
+        "unit_hash": "hash of the judge's definition, params, model and the probe (a change asks again)",
+        "probe": "probe kind: other_gold, vague_on_topic, negation, i_dont_know (known wrong); gold, paraphrase "
+        "(known right)",
+        "expected_correct": "the verdict a perfect judge gives", "answer": "the probe's answer text",
+        "reformatted_date": "paraphrase whose gold date was written in another format",
+        "verdict": "the judge's verdict (NULL: failed, or the metric does not apply)",
+    },
+    **{view: {
+        "n_probes": "probes", "n_questions": "questions the probes were built from",
+        "n_failed": "probes whose judgment failed (no verdict; counted apart)",
+        "n_excluded": "probes the metric does not apply to (verdict NULL)",
+        "n_wrong_judged": "known-wrong probes with a verdict", "n_false_accept": "known-wrong probes judged correct",
+        "n_right_judged": "known-right probes with a verdict", "n_false_reject": "known-right probes judged wrong",
+        "false_accept_rate": "n_false_accept / n_wrong_judged (NULL when none was judged)",
+        "false_reject_rate": "n_false_reject / n_right_judged (NULL when none was judged)",
+        "judge_model": "the model an LLM judge asked (NULL for rule-based judges)",
+        "probe": "probe kind", "expected_correct": "whether this kind of probe is a right answer",
+        "n_judged": "probes with a verdict", "n_accepted": "probes judged correct",
+        "accept_rate": "n_accepted / n_judged",
+    } for view in ("judge_probe_rates", "judge_probe_kinds")},
     **{view: _OFFICIAL_COLUMNS for view in ("lme_official_accuracy", "locomo_official_categories",
                                             "locomo_official_recall")},
     **{view: {

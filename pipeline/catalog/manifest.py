@@ -13,6 +13,7 @@ MANIFEST_DIR = "manifest"  # under parquet/: run_manifest.parquet and integrity_
 FLAG_SLICED = "sliced"
 FLAG_FULL_HAYSTACK = "full_haystack"
 FLAG_FAILED = "failed_questions"
+FLAG_ISOLATION_LEAK = "isolation_leak"  # membench check-isolation found another haystack's canary
 
 DATASET_SCHEMA = pa.schema(
     [
@@ -49,7 +50,7 @@ VIEW_DOCS: dict[str, str] = {
     "run_manifest": "per dataset file of the run: sha256, the official release it matches, slice, code version "
     "(manifest.json)",
     "integrity_flags": "what qualifies a number: a sliced dataset, failed questions, retrieval that ranked the "
-    "whole haystack",
+    "whole haystack, a memory that leaked across haystacks",
 }
 
 VIEW_COLUMNS: dict[str, dict[str, str]] = {
@@ -72,7 +73,8 @@ VIEW_COLUMNS: dict[str, dict[str, str]] = {
     },
     "integrity_flags": {
         "system": "memory system name (NULL: the flag is about the dataset)",
-        "flag": "sliced, failed_questions or full_haystack (top_k >= haystack: retrieval equals full context)",
+        "flag": "sliced, failed_questions, full_haystack (top_k >= haystack: retrieval equals full context) or "
+        "isolation_leak (membench check-isolation: another haystack's canary came back)",
         "n_affected": "questions the flag applies to",
         "n_of": "out of this many (questions in the file, in the run, or retrieved)",
         "message": "the flag as the report shows it",

@@ -13,8 +13,9 @@ Views:
   answer_failed / judgment_failed), question type and the answer's invalid flag.
 - ``accuracy_report``: per dataset x system x reader x judge metric: the headline value with its
   95 % interval (``ci_low``/``ci_high``: Wilson for binary accuracies, a seeded percentile
-  bootstrap for mean scores such as F1), failure / invalid / excluded / missing counts, answer
-  latency, tokens, cost, and headline retrieval metrics.
+  bootstrap for mean scores such as F1), the failures-as-wrong lower bound and how many questions
+  it counts as wrong, failure / invalid / excluded / missing counts, answer latency, tokens, cost,
+  tokens / dollars / seconds per correct answer, and headline retrieval metrics.
 - ``accuracy_by_type``: the same accuracy columns per question type (raw label + named).
 - ``mc_confusion``: multiple-choice answers, gold index x predicted index (``invalid`` and
   ``failed`` as predicted values).
@@ -38,6 +39,15 @@ import duckdb
 from pipeline.core.records import LOAD_FAILURE_KEY_SQL  # records without a readable id count too
 from pipeline.core.status import UNPARSEABLE_ERROR_PREFIX
 from pipeline.metrics.aggregates import AGG_ACCURACY, AGG_MEAN_SCORE, METRIC_AGGREGATES
+from pipeline.metrics.bounds import (
+    FAILURES_AS_WRONG,
+    N_FAILURES_AS_WRONG,
+    SECONDS_PER_CORRECT,
+    TOKENS_PER_CORRECT,
+    USD_PER_CORRECT,
+    failures_as_wrong_sql,
+    per_correct_sql,
+)
 from pipeline.metrics.locomo_evidence import EVIDENCE_RECALL_OFFICIAL_CONTEXT
 from pipeline.metrics.retrieval import EVIDENCE_RECALL_CONTEXT, METRIC_COLUMN_RE, METRIC_COLUMNS
 from pipeline.metrics.stats import BOOTSTRAP_95, WILSON_95, install_macros
@@ -135,6 +145,7 @@ _COUNTS = f"""
   count(*) FILTER (WHERE outcome = '{OUTCOME_SCORED}' AND invalid) AS n_invalid,
   count(*) FILTER (WHERE outcome = '{OUTCOME_EXCLUDED}') AS n_excluded,
   avg(score) FILTER (WHERE outcome = '{OUTCOME_SCORED}') AS mean_score,
+  coalesce(sum(score) FILTER (WHERE outcome = '{OUTCOME_SCORED}'), 0) AS sum_score,
   list(score ORDER BY partition_key) FILTER (WHERE outcome = '{OUTCOME_SCORED}' AND score IS NOT NULL) AS scores,
   avg(context_tokens) FILTER (WHERE outcome IN ('{OUTCOME_SCORED}', '{OUTCOME_EXCLUDED}')) AS mean_context_tokens"""
 
@@ -171,9 +182,44 @@ SELECT dataset, split_part(unit, '/', 1) AS system, split_part(unit, '/', 2) AS 
   avg(completion_tokens) FILTER (WHERE status = 'ok') AS mean_completion_tokens,
   avg(cost_usd) FILTER (WHERE status = 'ok') AS cost_per_question_usd,
   sum(cost_usd) FILTER (WHERE status = 'ok') AS total_cost_usd,
-  count(*) FILTER (WHERE status = 'ok' AND cost_usd IS NULL) AS n_cost_unknown
+  count(*) FILTER (WHERE status = 'ok' AND cost_usd IS NULL) AS n_cost_unknown,
+  CASE WHEN count(*) FILTER (WHERE status = 'ok' AND (prompt_tokens IS NULL OR completion_tokens IS NULL)) = 0
+       THEN sum(prompt_tokens + completion_tokens) FILTER (WHERE status = 'ok') END AS total_answer_tokens,
+  -- a cache hit is counted at the mean latency of the uncached answers (its own latency is a file read)
+  avg(latency_s) FILTER (WHERE status = 'ok' AND NOT coalesce(cache_hit, false))
+    * count(*) FILTER (WHERE status = 'ok') AS answer_seconds
 FROM answers GROUP BY ALL
 """
+
+# seconds spent retrieving per (dataset, system): every successful retrieval's own latency
+RETRIEVAL_SECONDS_SQL = """
+SELECT dataset, unit AS system, sum(retrieval_latency_s) AS retrieval_seconds
+FROM retrievals WHERE status = 'ok' GROUP BY ALL
+"""
+NO_RETRIEVAL_SECONDS_SQL = (
+    "SELECT NULL::VARCHAR AS dataset, NULL::VARCHAR AS system, NULL::DOUBLE AS retrieval_seconds WHERE false"
+)
+
+
+def _bound_columns(n_questions: str) -> str:
+    """failures_as_wrong and its count (pipeline.metrics.bounds) against ``n_questions`` of the group."""
+    unscored = f"n_failed_answer + n_failed_judgment + greatest(coalesce({n_questions}, 0) - n_judgments, 0)"
+    credit = f"CASE WHEN aggregate = '{AGG_MEAN_SCORE}' THEN sum_score ELSE n_correct END"
+    return (
+        f"  {failures_as_wrong_sql(credit, 'n_scored', unscored)} AS {FAILURES_AS_WRONG},\n"
+        f"  {unscored} AS {N_FAILURES_AS_WRONG},"
+    )
+
+
+def _cost_columns() -> str:
+    """Tokens, dollars and seconds per correct answer (pipeline.metrics.bounds.per_correct)."""
+    usd = "CASE WHEN ans.n_cost_unknown = 0 THEN ans.total_cost_usd END"
+    seconds = "coalesce(ans.answer_seconds, 0) + coalesce(rs.retrieval_seconds, 0)"
+    return (
+        f"  {per_correct_sql('ans.total_answer_tokens', 'n_correct')} AS {TOKENS_PER_CORRECT},\n"
+        f"  {per_correct_sql(usd, 'n_correct')} AS {USD_PER_CORRECT},\n"
+        f"  {per_correct_sql(seconds, 'n_correct')} AS {SECONDS_PER_CORRECT},"
+    )
 
 
 def _aggregates_cte() -> str:
@@ -208,7 +254,9 @@ def _dataset_questions_cte(has_failures: bool) -> str:
     )
 
 
-def _accuracy_report_sql(has_retrieval: bool, has_failures: bool, present: Sequence[str] = METRIC_COLUMNS) -> str:
+def _accuracy_report_sql(
+    has_retrieval: bool, has_failures: bool, present: Sequence[str] = METRIC_COLUMNS, has_retrievals: bool = False
+) -> str:
     retr_cols = ", ".join(f"r.{headline_column(lv, c)}" for lv, c in HEADLINE_RETRIEVAL)
     return f"""
 CREATE OR REPLACE VIEW accuracy_report AS
@@ -219,10 +267,13 @@ WITH agg AS (
 ag AS ({_aggregates_cte()}),{_RATED},
 ans AS ({ANSWER_STATS_SQL}),
 nq AS ({_dataset_questions_cte(has_failures)}),
-r AS ({_retrieval_headline_cte(has_retrieval, present)})
+r AS ({_retrieval_headline_cte(has_retrieval, present)}),
+rs AS ({RETRIEVAL_SECONDS_SQL if has_retrievals else NO_RETRIEVAL_SECONDS_SQL})
 SELECT agg.dataset, agg.system, agg.reader, agg.reader_label, agg.judge, agg.metric,{_RATES},
+{_bound_columns("nq.n_dataset_questions")}
   mean_score, n_scored, n_correct, n_failed_answer, n_failed_judgment, n_invalid, n_excluded,
   n_judgments, nq.n_dataset_questions, nq.n_dataset_questions - n_judgments AS n_missing,
+{_cost_columns()}
   ans.latency_p50_s, ans.latency_p95_s, ans.cache_hit_rate, ans.mean_prompt_tokens,
   ans.mean_completion_tokens, mean_context_tokens, ans.cost_per_question_usd, ans.total_cost_usd,
   ans.n_cost_unknown, {retr_cols}
@@ -230,6 +281,7 @@ FROM rated agg
 LEFT JOIN ans ON ans.dataset = agg.dataset AND ans.system = agg.system AND ans.reader = agg.reader
 LEFT JOIN nq ON nq.dataset = agg.dataset
 LEFT JOIN r ON r.dataset = agg.dataset AND r.system = agg.system
+LEFT JOIN rs ON rs.dataset = agg.dataset AND rs.system = agg.system
 ORDER BY agg.dataset, agg.metric, agg.judge, agg.reader, agg.system
 """
 
@@ -246,6 +298,7 @@ ag AS ({_aggregates_cte()}),{_RATED},
 nq AS (SELECT dataset, type_raw, count(*) AS n_type_questions FROM questions GROUP BY ALL)
 SELECT agg.dataset, agg.system, agg.reader, agg.reader_label, agg.judge, agg.metric,
   agg.type_raw, agg.type_name,{_RATES},
+{_bound_columns("nq.n_type_questions")}
   mean_score, n_scored, n_correct, n_failed_answer, n_failed_judgment, n_invalid, n_excluded,
   n_judgments, nq.n_type_questions, mean_context_tokens
 FROM rated agg
@@ -388,7 +441,7 @@ def create_accuracy_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> l
     con.execute(JUDGMENT_OUTCOMES_SQL)
     has_retrieval = "retrieval_metrics" in tables
     present = present_metric_columns(con) if has_retrieval else []
-    con.execute(_accuracy_report_sql(has_retrieval, "load_failures" in tables, present))
+    con.execute(_accuracy_report_sql(has_retrieval, "load_failures" in tables, present, "retrievals" in tables))
     con.execute(_accuracy_by_type_sql())
     con.execute(PAIRED_COMPARISONS_SQL)
     con.execute(JUDGE_AGREEMENT_SQL)

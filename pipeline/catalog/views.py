@@ -11,7 +11,9 @@ import duckdb
 
 from pipeline.catalog.agentic import create_agent_memory_log, create_agentic_views
 from pipeline.catalog.docs import comment_catalog
+from pipeline.catalog.losses import create_loss_views
 from pipeline.catalog.official import create_official_views
+from pipeline.catalog.probes import create_probe_views
 from pipeline.catalog.products import create_product_views
 from pipeline.catalog.repeats import create_repeat_views
 from pipeline.catalog.report import create_accuracy_views, create_retrieval_views
@@ -35,11 +37,13 @@ def comment_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> list[str]
 CATALOG_VIEWS: tuple[ViewCreator, ...] = (
     create_retrieval_views,
     create_accuracy_views,
+    create_loss_views,
     create_official_views,
     create_repeat_views,
     create_agentic_views,
     create_agent_memory_log,
     create_product_views,
+    create_probe_views,
     comment_views,
 )
 

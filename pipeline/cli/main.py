@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import duckdb
 
+from pipeline.cli.checks import add_check_parsers, cmd_check_isolation, cmd_judge_probe
+from pipeline.cli.errors import UserError
 from pipeline.config.model import BenchmarkConfig, ConfigError, load_config
 from pipeline.config.printed_commands import config_selection, materialize_one, run_all
 from pipeline.store.results import STAGE_TABLES, ResultStore
@@ -29,7 +31,8 @@ if TYPE_CHECKING:
 
 HELP = """membench: the results of a benchmark config, from any folder: where they are, progress per
 stage, the failed questions with the commands that re-run them, SQL over the result views, the
-catalog's columns, paired comparisons of runs, and forgetting a renamed memory system's results.
+catalog's columns, paired comparisons of runs, forgetting a renamed memory system's results, the
+judges' error rates on answers of known verdict, and the isolation canary of a memory system.
 
 Run the benchmark itself with `dagster job execute -j full_benchmark` (README). A mistake here
 (a missing config, no results yet, a bad query) ends in one line on stderr and exit status 2."""
@@ -40,10 +43,6 @@ USER_ERROR = 2
 
 def first_run(source: str) -> str:
     return f"run `{run_all(source)}` first"
-
-
-class UserError(Exception):
-    """A mistake of the person at the keyboard: reported as one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -108,18 +107,20 @@ def cmd_sql(args: argparse.Namespace) -> int:
 def cmd_check_config(args: argparse.Namespace) -> int:
     """Resolve a config as loading the Dagster definitions would (every kind looked up, params
     validated, LLM needs checked) without running anything: one summary line, then each LLM call
-    setting a protocol fixes (so the ``llm:`` value is not sent there); or one error line naming
-    the file, the entry and the key."""
-    from pipeline.kinds.fixed_settings import fixed_llm_settings
+    setting a protocol fixes (so the ``llm:`` value is not sent there) and each LLM judge asking
+    another model than its published protocol did; or one error line naming the file, entry and key."""
+    from pipeline.kinds.fixed_settings import fixed_llm_settings, judge_model_notes
     from pipeline.kinds.resolve import check_config
 
     try:
         resolved = check_config(load_config(args.file))
     except ConfigError as exc:
         raise UserError(" ".join(str(exc).split())) from None
-    fixed = fixed_llm_settings(resolved)
-    lines = [resolved.summary(), *(["fixed by protocol (not taken from the config):"] if fixed else [])]
-    sys.stdout.write("\n".join([*lines, *(f"  {f}" for f in fixed)]) + "\n")
+    fixed, models = fixed_llm_settings(resolved), judge_model_notes(resolved)
+    lines = [resolved.summary()]
+    lines += [*(["fixed by protocol (not taken from the config):"] if fixed else []), *(f"  {f}" for f in fixed)]
+    lines += [*(["judge models (each asks the configured one):"] if models else []), *(f"  {m}" for m in models)]
+    sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
 
@@ -333,7 +334,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from pipeline.report.compare import RunNotFound, resolve_run
 
     try:
-        checks = verify(resolve_run(args.results))
+        config = args.results if Path(args.results).suffix in {".yaml", ".yml"} else None
+        checks = verify(resolve_run(args.results), config)
     except (RunNotFound, ManifestError) as exc:
         raise UserError(str(exc)) from None
     sys.stdout.write("".join(c.line() + "\n" for c in checks))
@@ -393,6 +395,7 @@ def _parser() -> argparse.ArgumentParser:
         "verify", help="recompute a run's dataset hashes and headline numbers against its manifest.json"
     )
     p_verify.add_argument("results", metavar="RESULTS", help="results folder or benchmark config YAML file")
+    add_check_parsers(sub)
     return parser
 
 
@@ -409,6 +412,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "schema": cmd_schema,
         "leaderboard": cmd_leaderboard,
         "verify": cmd_verify,
+        "judge-probe": cmd_judge_probe,
+        "check-isolation": cmd_check_isolation,
     }
     try:
         return handlers[args.command](args)

@@ -56,6 +56,9 @@ class ComponentConfig(_Strict):
     datasets: tuple[str, ...] | None = None  # only these datasets (None = every dataset of the run)
     # readers and judges: answer (judge) every question this many times (unit ...~<r> for r >= 2)
     repeats: int = Field(default=1, ge=1)
+    # memory systems: also read and judge the first c ranked units of the one retrieval, for each c
+    # (units <system>@<c>, pipeline/memory/cutoffs.py)
+    cutoffs: tuple[int, ...] = ()
 
     def applies_to(self, dataset: str) -> bool:
         return self.datasets is None or dataset in self.datasets
@@ -83,6 +86,8 @@ class LLMConfig(_Strict):
 
     base_url: str
     model: str
+    # what the model name alone does not say (a quantization, a build): in every cache key and unit hash
+    model_tag: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.0
     max_tokens: int = 512
@@ -138,6 +143,13 @@ class BenchmarkConfig(_Strict):
             repeated = [i.name for i in items if getattr(i, "repeats", 1) != 1]
             if repeated and label not in ("reader", "judge"):
                 raise ValueError(f"'repeats' applies to readers and judges only; {label}(s) {repeated} set it")
+            cut = [(i.name, tuple(getattr(i, "cutoffs", ()))) for i in items if getattr(i, "cutoffs", ())]
+            if cut and label != "memory system":
+                raise ValueError(f"'cutoffs' applies to memory systems only; {label}(s) {[n for n, _ in cut]} set it")
+            for name, depths in cut:
+                if any(c < 1 for c in depths) or len(set(depths)) != len(depths):
+                    raise ValueError(f"memory system {name!r}: cutoffs must be distinct integers >= 1 "
+                                     f"(got {list(depths)})")  # fmt: skip
             dupes = sorted({n for n in names if names.count(n) > 1})
             if dupes:
                 raise ValueError(f"duplicate {label} name(s) in config: {dupes}")
@@ -161,6 +173,9 @@ class BenchmarkConfig(_Strict):
     def base_dir(self) -> Path:
         """Relative paths in a config resolve against the project root."""
         return PROJECT_ROOT
+
+    def resolved_prices_path(self) -> Path:
+        return (PROJECT_ROOT / self.prices_path).resolve()
 
     def resolved_results_dir(self) -> Path:
         p = Path(os.path.expandvars(self.results_dir))

@@ -20,3 +20,23 @@ def repeat_unit(unit: str, repeat: int) -> str:
 def system_of(unit: str) -> str:
     """The memory system of a stored unit (``rag/offline/exact_match`` -> ``rag``)."""
     return unit.split(UNIT_SEP, 1)[0]
+
+
+# A memory system read at a retrieval depth: ``<system>@<c>`` is the first c ranked units of the
+# system's one retrieval, read and judged as a system of its own (config ``cutoffs:``).
+CUTOFF_SEP = "@"  # not allowed in config names either
+
+
+def cutoff_unit(system: str, cutoff: int) -> str:
+    return f"{system}{CUTOFF_SEP}{cutoff}"
+
+
+def base_system(system: str) -> str:
+    """The configured memory system of a retrievals unit (``rag@5`` -> ``rag``, ``rag`` -> ``rag``)."""
+    return system.split(CUTOFF_SEP, 1)[0]
+
+
+def cutoff_of(system: str) -> int | None:
+    """The depth of a cut-off unit (``rag@5`` -> 5), None for the system's own retrieval."""
+    _, sep, depth = system.partition(CUTOFF_SEP)
+    return int(depth) if sep and depth.isdigit() else None

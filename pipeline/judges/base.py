@@ -25,6 +25,8 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, create_model
 
+from pipeline.config.identity import endpoint_settings
+from pipeline.config.model import LLMConfig
 from pipeline.core.families import FAMILY_LOCOMO, FAMILY_LONGMEMEVAL, FAMILY_MC10, UnknownFamilyError, dataset_family
 from pipeline.core.records import QuestionRow
 from pipeline.metrics.aggregates import (  # noqa: F401 - the pinned names, re-exported for every judge module
@@ -102,6 +104,7 @@ class JudgeContext:
     llm: LLMClient | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     repeat: int = 1  # which repeat of the judge (``repeats``): r >= 2 asks an LLM judge with sampling seed r
+    model: str | None = None  # the model an LLM judge asks (judge_model); None: the client's default
 
 
 JudgeFn = Callable[[JudgeInput, JudgeContext], Verdict]
@@ -120,16 +123,19 @@ class JudgeSpec:
     needs_llm: bool = False
     allowed_params: frozenset[str] = frozenset()
     fingerprint: str = ""  # hash of prompts / constants the definition depends on
-    default_model: str | None = None  # judge model when the config names none (None = the llm's model)
-    official_model: str | None = None  # the model the published protocol used (recorded in reports)
+    official_model: str | None = None  # the model the published protocol used (recorded in reports; not asked)
+    # the judges' endpoint settings its calls take (pipeline/llm/identity.py): the model (unless its
+    # params name one) and the tag; the temperature is fixed by every protocol here, the reply cap by most
+    llm_fields: tuple[str, ...] = ("model", "model_tag")
     # strict model of the judge's ``params``; None = generated from ``allowed_params`` (each optional)
     params_model: type[BaseModel] | None = None
 
 
-def judge_model(params: Mapping[str, Any], spec: JudgeSpec, endpoint_model: str | None) -> str | None:
-    """The model an LLM judge asks: its ``model`` param, else the judge's own default, else the judges'
-    endpoint's model. The one precedence rule: binding a judge and the manifest both use it."""
-    return params.get("model") or spec.default_model or endpoint_model
+def judge_model(params: Mapping[str, Any], endpoint_model: str | None) -> str | None:
+    """The model an LLM judge asks: its ``model`` param, else the judges' endpoint's (``judge_llm.model``,
+    else ``llm.model``). No judge keeps a model of its own: the protocol's model is ``official_model``,
+    reported beside the one asked. The one rule: binding a judge and the manifest both use it."""
+    return params.get("model") or endpoint_model
 
 
 @cache
@@ -159,22 +165,36 @@ class BoundJudge:
     spec: JudgeSpec
     params: Mapping[str, Any]
     llm_model: str | None
+    llm_extra: Mapping[str, Any] = field(default_factory=dict)  # non-default endpoint settings its calls take
 
     def unit_hash(self, answer_hash: str) -> str:
-        """Answer unit hash + judge definition (+ judge model): any change recomputes the row."""
-        blob = json.dumps(
-            {
-                "answer": answer_hash,
-                "judge": self.spec.metric,
-                "version": self.spec.version,
-                "fingerprint": self.spec.fingerprint,
-                "params": dict(self.params),
-                "llm_model": self.llm_model if self.spec.needs_llm else None,
-            },
-            sort_keys=True,
-            default=str,
-        )
+        """Answer unit hash + judge definition (+ judge model and the non-default endpoint settings its
+        calls take): any change recomputes the row; rows made with default settings keep their hash."""
+        parts: dict[str, Any] = {
+            "answer": answer_hash,
+            "judge": self.spec.metric,
+            "version": self.spec.version,
+            "fingerprint": self.spec.fingerprint,
+            "params": dict(self.params),
+            "llm_model": self.llm_model if self.spec.needs_llm else None,
+        }
+        if self.spec.needs_llm and self.llm_extra:
+            parts["llm_extra"] = dict(self.llm_extra)
+        blob = json.dumps(parts, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def settings(self, endpoint: LLMConfig | None, block: str) -> dict[str, Any]:
+        """The judgment unit's own identity inputs by config path (the manifest's record); ``block``
+        names the judges' endpoint (``judge_llm`` or ``llm``)."""
+        out: dict[str, Any] = {
+            f"judges[{self.name}] metric": self.spec.metric,
+            f"judges[{self.name}].params": dict(self.params),
+            f"judges[{self.name}] code version": [self.spec.version, self.spec.fingerprint],
+        }
+        if self.spec.needs_llm:
+            out[f"judges[{self.name}] model"] = self.llm_model
+            out.update(endpoint_settings(block, endpoint, [f for f in self.spec.llm_fields if f != "model"]))
+        return out
 
 
 def text_fingerprint(*parts: str) -> str:

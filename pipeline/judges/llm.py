@@ -24,9 +24,11 @@ Apache-2.0, at commit 2352a44): its ``ACCURACY_PROMPT`` byte for byte (curly quo
 spaces included), one user message, ``response_format={"type": "json_object"}``, temperature 0,
 model gpt-4o-mini unless the config names another, label = ``json.loads(extract_json(reply))
 ["label"]`` and 1 iff it equals "CORRECT" (any other label is 0, as in mem0); category 5 is skipped
-(verdict null, excluded), so LoCoMo's 1,986 questions give a denominator of 1,540. A reply that
-is not JSON with a "label" key (mem0's script would crash) is an unparseable verdict. Deviation:
-max_tokens is the llm block's (mem0 sends none).
+(verdict null, excluded), so LoCoMo's 1,986 questions give a denominator of 1,540. ``extract_json``
+is mem0's final one (``reading: final``, the default: a fenced block, else the first "{" to the
+last "}"); ``reading: pinned`` is the one at commit 2352a44 (a fenced block, else the whole reply).
+A reply that is not JSON with a "label" key (mem0's script would crash) is an unparseable verdict.
+Deviation: max_tokens is the llm block's (mem0 sends none).
 
 ``mem0_locomo_judge_strict`` (membench's variant, not published): the same protocol with the two
 "be generous" instructions replaced by strict ones (same answer or an exact equivalent; vague,
@@ -62,6 +64,7 @@ from pipeline.judges.base import (
     JudgeSpec,
     UnparseableVerdict,
     Verdict,
+    judge_model,
     text_fingerprint,
 )
 from pipeline.judges.lme import is_lme_abstention, lme_gold
@@ -307,22 +310,50 @@ MEM0_JUDGE_MODEL = "gpt-4o-mini"
 MEM0_RESPONSE_FORMAT: Mapping[str, Any] = {"type": "json_object"}
 _MEM0_CODE_BLOCK = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
 
+# How a mem0 judge reply is read (``params.reading``). Both are mem0's own ``extract_json``
+# (mem0/memory/utils.py), at two points of its history:
+# - ``final`` (default): its last version before the evaluation folder left the repository
+#   (mem0ai/mem0 b3ede5b, changed in 2a59c9f): the body of a fenced block; else, when the reply
+#   has a "{" before a later "}", the text from the first "{" to the last "}"; else the reply.
+#   So 'Reasoning. {"label": "CORRECT"}' is read as CORRECT.
+# - ``pinned``: the version at the pinned commit 2352a44: the body of a fenced block, else the
+#   whole reply (a reply with prose around its JSON is not JSON: mem0's script crashed on it,
+#   membench fails the judgment as an unparseable verdict).
+MEM0_READING_FINAL = "final"
+MEM0_READING_PINNED = "pinned"
+Mem0Reading = Literal["final", "pinned"]
 
-def mem0_extract_json(text: str) -> str:
-    """What mem0's ``extract_json`` yields (behaviour implemented here): the body of the first ```
-    block of the stripped reply, else the stripped reply."""
+
+class Mem0JudgeParams(BaseModel):
+    """Params of mem0's LoCoMo judges: the judge model and which ``extract_json`` reads the reply."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str | None = None
+    reading: Mem0Reading | None = None
+
+
+def mem0_extract_json(text: str, reading: str = MEM0_READING_FINAL) -> str:
+    """What mem0's ``extract_json`` yields under ``reading`` (behaviour implemented here, see above)."""
     text = text.strip()
     match = _MEM0_CODE_BLOCK.search(text)
-    return match.group(1) if match else text
+    if match:
+        return match.group(1)
+    if reading == MEM0_READING_PINNED:
+        return text
+    if reading != MEM0_READING_FINAL:
+        known = f"{MEM0_READING_FINAL!r}, {MEM0_READING_PINNED!r}"
+        raise ValueError(f"unknown mem0 judge reading {reading!r}; known: {known}")
+    start, end = text.find("{"), text.rfind("}")
+    return text[start : end + 1] if start != -1 and end > start else text
 
 
-def mem0_label(reply: str | None) -> str | None:
+def mem0_label(reply: str | None, reading: str = MEM0_READING_FINAL) -> str | None:
     """The "label" value as mem0 reads it (``json.loads(extract_json(reply))["label"]``), or None
     where mem0's script would crash (not JSON, not an object, no "label" key)."""
     if not reply:
         return None
     try:
-        obj: Any = json.loads(mem0_extract_json(reply))
+        obj: Any = json.loads(mem0_extract_json(reply, reading))
     except ValueError:
         return None
     if not isinstance(obj, dict) or "label" not in obj:
@@ -340,12 +371,13 @@ def _mem0_judge(inp: JudgeInput, ctx: JudgeContext, prompt_template: str, strict
         question=str(q.question), gold_answer=str(q.answer), generated_answer=str(inp.prediction or "")
     )
     reply = _chat(
-        ctx, prompt, None, default_model=MEM0_JUDGE_MODEL, params={"response_format": dict(MEM0_RESPONSE_FORMAT)}
+        ctx, prompt, None, params={"response_format": dict(MEM0_RESPONSE_FORMAT)}
     )
-    label = mem0_label(reply.text)
+    reading = ctx.params.get("reading") or MEM0_READING_FINAL
+    label = mem0_label(reply.text, reading)
     if label is None or (strict and label not in ("CORRECT", "WRONG")):
         raise _unparseable(reply, 'no JSON "label" CORRECT/WRONG' if strict else 'no JSON "label"')
-    details = {"label": label, "reply": reply.text, "official_judge_model": MEM0_JUDGE_MODEL}
+    details = {"label": label, "reply": reply.text, "reading": reading, "official_judge_model": MEM0_JUDGE_MODEL}
     return _verdict(label == "CORRECT", reply, details)
 
 
@@ -366,7 +398,6 @@ def _chat(
     prompt: str,
     max_tokens: int | None,
     *,
-    default_model: str | None = None,
     params: Mapping[str, Any] | None = None,
     empty_is_reply: bool = False,
 ) -> LLMReply:
@@ -378,7 +409,7 @@ def _chat(
         params = {**(params or {}), "seed": ctx.repeat}
     reply = ctx.llm.chat(
         [{"role": "user", "content": prompt}],
-        model=ctx.params.get("model") or default_model,
+        model=ctx.model or judge_model(ctx.params, None),  # None: the client's model, the endpoint's
         temperature=JUDGE_TEMPERATURE,
         max_tokens=max_tokens,
         params=params,
@@ -460,15 +491,18 @@ MEM0_LOCOMO_JUDGE = JudgeSpec(
     kinds=frozenset({KIND_LOCOMO}),
     fn=mem0_locomo_judge,
     description="mem0's LoCoMo LLM judge exactly (its ACCURACY_PROMPT bytes, JSON response format, "
-    "gpt-4o-mini unless params.model; label CORRECT -> 1, any other label 0; category 5 skipped: "
-    "denominator 1,540 on LoCoMo)",
+    "the configured judge model unless params.model (mem0's evaluation used gpt-4o-mini); label CORRECT -> 1, "
+    "any other label 0; category 5 skipped: denominator 1,540 on LoCoMo); reply read by mem0's final "
+    "extract_json (first '{' to last '}'), params.reading: pinned = the pinned commit's (fenced block or the "
+    "whole reply)",
     aggregate=AGG_ACCURACY,
-    version="1",
+    version="2",  # 2: mem0's final reading of the reply (version 1 read it as the pinned commit)
     needs_llm=True,
-    allowed_params=frozenset({"model"}),
+    allowed_params=frozenset({"model", "reading"}),
     fingerprint=text_fingerprint(MEM0_ACCURACY_PROMPT, json.dumps(MEM0_RESPONSE_FORMAT), "skip-5"),
-    default_model=MEM0_JUDGE_MODEL,
     official_model=MEM0_JUDGE_MODEL,
+    llm_fields=("model", "max_tokens", "model_tag"),  # its calls set no reply cap: the endpoint's applies
+    params_model=Mem0JudgeParams,
 )
 MEM0_LOCOMO_STRICT_JUDGE = JudgeSpec(
     metric=METRIC_MEM0_LOCOMO_JUDGE_STRICT,
@@ -476,12 +510,13 @@ MEM0_LOCOMO_STRICT_JUDGE = JudgeSpec(
     fn=mem0_locomo_judge_strict,
     description="strict variant of mem0's LoCoMo judge (membench's, unpublished): its prompt without the two "
     "'be generous' instructions (same answer or exact equivalent required), label exactly CORRECT/WRONG; "
-    "otherwise as mem0_locomo_judge (JSON format, gpt-4o-mini, category 5 skipped)",
+    "otherwise as mem0_locomo_judge (JSON format, category 5 skipped, params.reading)",
     aggregate=AGG_ACCURACY,
-    version="1",
+    version="2",  # 2: mem0's final reading of the reply
     needs_llm=True,
-    allowed_params=frozenset({"model"}),
+    allowed_params=frozenset({"model", "reading"}),
     fingerprint=text_fingerprint(MEM0_STRICT_PROMPT, json.dumps(MEM0_RESPONSE_FORMAT), "skip-5", "strict"),
-    default_model=MEM0_JUDGE_MODEL,
     official_model=MEM0_JUDGE_MODEL,
+    llm_fields=("model", "max_tokens", "model_tag"),  # its calls set no reply cap: the endpoint's applies
+    params_model=Mem0JudgeParams,
 )

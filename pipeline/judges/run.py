@@ -12,8 +12,8 @@ cannot reach a verdict (LLM failure, unclear reply) raises JudgeFailed => failed
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -41,19 +41,25 @@ class JudgmentUnit:
     judge: BoundJudge
     spec: UnitSpec
     repeat: int = 1  # r of the judge's ``repeats``: unit "<answer unit>/<judge>~<r>" for r >= 2
+    settings: Mapping[str, Any] = field(default_factory=dict)  # identity inputs by config path (the manifest's)
 
 
 def judgment_units(bench: JudgeBenchmark, dataset: str, llm: LLMClient | None) -> list[JudgmentUnit]:
     """Every "<system>/<reader>/<judge>" unit of ``dataset`` (from the resolved benchmark alone)."""
     judges = judges_for(dataset_kind(bench.config.dataset(dataset).loader), dataset, bench, llm)
     repeats = {j.name: j.repeats for j in bench.config.judges}
+    endpoint, block = bench.config.judge_endpoint(), bench.config.judge_block
+    own = {j.name: j.settings(endpoint, block) for j in judges}
     units = []
     for au in answer_units(bench, dataset):
         for judge in judges:
             for r in range(1, repeats.get(judge.name, 1) + 1):
                 h = judge.unit_hash(au.spec.unit_hash if r == 1 else f"{au.spec.unit_hash}|repeat={r}")
                 spec = UnitSpec(repeat_unit(f"{au.spec.unit}/{judge.name}", r), h)
-                units.append(JudgmentUnit(au.system, au.reader.name, au.spec.unit, au.spec.unit_hash, judge, spec, r))
+                settings = {**au.settings, **own[judge.name], f"judges[{judge.name}].repeat": r}
+                units.append(
+                    JudgmentUnit(au.system, au.reader.name, au.spec.unit, au.spec.unit_hash, judge, spec, r, settings)
+                )
     return units
 
 
@@ -81,7 +87,8 @@ def judge_answer(unit: JudgmentUnit, question: QuestionRow, row: dict[str, Any],
         predicted_index=row.get("predicted_index"),
         invalid=bool(row.get("invalid")),
     )
-    return unit.judge.spec.fn(inp, JudgeContext(llm=llm, params=unit.judge.params, repeat=unit.repeat))
+    ctx = JudgeContext(llm=llm, params=unit.judge.params, repeat=unit.repeat, model=unit.judge.llm_model)
+    return unit.judge.spec.fn(inp, ctx)
 
 
 class JudgmentRun:

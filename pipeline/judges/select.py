@@ -8,8 +8,10 @@ registry: every judge it binds, configured or default, arrives resolved in the b
 
 from __future__ import annotations
 
+from pipeline.config.model import LLMConfig
 from pipeline.config.specs import Benchmark, ComponentSpec
 from pipeline.judges.base import DEFAULT_JUDGES, BoundJudge, JudgeConfigError, JudgeSpec, judge_model
+from pipeline.llm.identity import hash_extras
 from pipeline.memory.base import MemorySystem
 from pipeline.readers.base import LLMClient, Reader
 
@@ -17,7 +19,7 @@ from pipeline.readers.base import LLMClient, Reader
 JudgeBenchmark = Benchmark[type[MemorySystem], type[Reader], JudgeSpec]
 
 
-def bind_judge(spec: ComponentSpec[JudgeSpec], llm: LLMClient | None) -> BoundJudge:
+def bind_judge(spec: ComponentSpec[JudgeSpec], llm: LLMClient | None, endpoint: LLMConfig | None = None) -> BoundJudge:
     """One resolved judge entry (registry lookup and params validated once, at resolution) bound to
     the run's judge LLM. An LLM judge without an LLM fails (never replaced by another judge)."""
     judge = spec.impl
@@ -27,8 +29,10 @@ def bind_judge(spec: ComponentSpec[JudgeSpec], llm: LLMClient | None) -> BoundJu
             "remove it from 'judges:' or configure an LLM (it is never replaced by another judge)"
         )
     params = spec.params_given()
-    model = judge_model(params, judge, llm.model) if (judge.needs_llm and llm is not None) else None
-    return BoundJudge(spec.name, judge, params, model)
+    if not judge.needs_llm or llm is None:
+        return BoundJudge(spec.name, judge, params, None)
+    extras = hash_extras(endpoint, judge.llm_fields, ("model",))  # ``endpoint``: the judges' block in the config
+    return BoundJudge(spec.name, judge, params, judge_model(params, llm.model), extras)
 
 
 def judges_for(kind: str, dataset: str, bench: JudgeBenchmark, llm: LLMClient | None) -> list[BoundJudge]:
@@ -36,18 +40,18 @@ def judges_for(kind: str, dataset: str, bench: JudgeBenchmark, llm: LLMClient | 
     the dataset and its kind when given, else the defaults (LLM judges only with an LLM).
     ``llm`` is the judges' client (the config's ``judge_llm`` endpoint when it has one)."""
     if bench.config.judges:
-        bound = [bind_judge(s, llm) for s in bench.judges if s.applies_to(dataset)]
+        bound = [bind_judge(s, llm, bench.config.judge_endpoint()) for s in bench.judges if s.applies_to(dataset)]
         return [b for b in bound if kind in b.spec.kinds]
     base, with_llm = DEFAULT_JUDGES[kind]
     names = base + (with_llm if llm is not None else ())
-    return [bind_judge(bench.default_judges[n], llm) for n in names]
+    return [bind_judge(bench.default_judges[n], llm, bench.config.judge_endpoint()) for n in names]
 
 
 def check_judges(bench: JudgeBenchmark, llm: LLMClient | None) -> None:
     """Bind every configured judge once: an LLM judge without an LLM fails the run at its start
     (JudgeConfigError), before any question (unknown judges and bad params failed at resolution)."""
     for s in bench.judges:
-        bind_judge(s, llm)
+        bind_judge(s, llm, bench.config.judge_endpoint())
 
 
 def unavailable_judges(kind: str, bench: JudgeBenchmark, llm: LLMClient | None) -> list[tuple[str, str]]:

@@ -38,6 +38,10 @@ JUDGE_FIXED: dict[str, tuple[FixedSetting, ...]] = {
         FixedSetting("max_tokens", llm_judges.LME_MAX_TOKENS, _LME_QA),
         FixedSetting("temperature", _JUDGE_TEMP, _LME_QA),
     ),
+    judges_base.METRIC_LME_LLM_JUDGE: (  # the same calls, read strictly
+        FixedSetting("max_tokens", llm_judges.LME_MAX_TOKENS, _LME_QA),
+        FixedSetting("temperature", _JUDGE_TEMP, _LME_QA),
+    ),
     judges_base.METRIC_LOCOMO_LLM_JUDGE: (
         FixedSetting("max_tokens", llm_judges.LOCOMO_JUDGE_MAX_TOKENS, "membench's mem0-style LoCoMo judge"),
         FixedSetting("temperature", _JUDGE_TEMP, "membench's mem0-style LoCoMo judge"),
@@ -77,12 +81,22 @@ def _kind(loader: str) -> str | None:
         return None
 
 
-def _judge_metrics(cfg: BenchmarkConfig, resolved: ResolvedConfig) -> list[tuple[str, str]]:
-    """(label, metric) of the LLM judges this config runs: its ``judges:`` or each family's defaults."""
+def _judges(cfg: BenchmarkConfig, resolved: ResolvedConfig) -> list[tuple[str, judges_base.JudgeSpec, dict]]:
+    """(label, spec, params) of the LLM judges this config runs: its ``judges:`` or each family's defaults."""
     if cfg.judges:
-        return [(s.where, s.impl.metric) for s in resolved.judges]
+        return [(s.where, s.impl, s.params_given()) for s in resolved.judges if s.impl.needs_llm]
     kinds = sorted({k for d in cfg.datasets if (k := _kind(d.loader)) is not None})
-    return [(f"default judge {m}", m) for k in kinds for m in judges_base.DEFAULT_JUDGES[k][1]]
+    names = [n for k in kinds for n in judges_base.DEFAULT_JUDGES[k][1]]
+    return [(f"default judge {n}", resolved.default_judges[n].impl, {}) for n in names]
+
+
+def _model_line(who: str, spec: judges_base.JudgeSpec, params: dict, block: str, llm: LLMConfig) -> str | None:
+    """The model a judge asks, when it is not the one its published protocol judged with."""
+    asked = judges_base.judge_model(params, llm.model)
+    if spec.official_model is None or asked == spec.official_model:
+        return None
+    source = "its params" if params.get("model") else f"{block}.model"
+    return f"{who}: judge calls ask {asked} ({source}); the published protocol judged with {spec.official_model}"
 
 
 def fixed_llm_settings(resolved: ResolvedConfig) -> list[str]:
@@ -92,6 +106,18 @@ def fixed_llm_settings(resolved: ResolvedConfig) -> list[str]:
     judge_llm, block = cfg.judge_endpoint(), cfg.judge_block
     if judge_llm is None:
         return notes
-    for who, metric in _judge_metrics(cfg, resolved):
-        notes += [_line(who, "judge calls", f, block, judge_llm) for f in JUDGE_FIXED.get(metric, ())]
+    for who, spec, _ in _judges(cfg, resolved):
+        notes += [_line(who, "judge calls", f, block, judge_llm) for f in JUDGE_FIXED.get(spec.metric, ())]
     return notes
+
+
+def judge_model_notes(resolved: ResolvedConfig) -> list[str]:
+    """One line per LLM judge asking another model than its published protocol judged with. Every
+    judge asks the configured judge model (no judge keeps a model of its own); this says where
+    that differs from the paper's, so a score is not read as the paper's protocol."""
+    cfg = resolved.config
+    judge_llm, block = cfg.judge_endpoint(), cfg.judge_block
+    if judge_llm is None:
+        return []
+    lines = (_model_line(who, spec, params, block, judge_llm) for who, spec, params in _judges(cfg, resolved))
+    return [line for line in lines if line]

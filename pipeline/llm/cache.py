@@ -4,7 +4,8 @@ Why: a benchmark run is hundreds of paid, slow, non-reproducible calls. Keying e
 sha256 of exactly what determines it (model, messages, sampling parameters) makes a re-run of a
 finished benchmark free (zero requests) and lets an interrupted run resume where it stopped.
 Deliberately NOT in the key: the API key and the base URL (secrets; and a changed endpoint
-serving the same model name must not invalidate paid results). Only successful replies are
+serving the same model name must not invalidate paid results: pipeline/config/identity.py; an
+endpoint whose model name is not enough says so with ``model_tag``, which is in the key). Only successful replies are
 stored, so a failure is retried by the next run instead of being replayed forever.
 
 A stored reply can be DISCARDED after the fact (``discard`` / ``discard_reply``): a transport
@@ -43,12 +44,18 @@ def canonical_json(obj: object) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def cache_key(model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> str:
-    """sha256 hex of (schema version, model, messages, params); ``params`` holds every request knob."""
-    blob = canonical_json(
-        {"v": CACHE_SCHEMA_VERSION, "model": model, "messages": list(messages), "params": dict(params)}
-    )
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+def cache_key(
+    model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any], model_tag: str | None = None
+) -> str:
+    """sha256 hex of (schema version, model, messages, params[, model tag]); ``params`` holds every
+    request knob. The endpoint's identity fields (pipeline.config.identity.ENDPOINT_IDENTITY_FIELDS)
+    all reach it: model, temperature and max_tokens as sent, the tag when the endpoint has one (absent
+    otherwise, so keys made before tags existed still match)."""
+    key: dict[str, Any] = {"v": CACHE_SCHEMA_VERSION, "model": model, "messages": list(messages)}
+    key["params"] = dict(params)
+    if model_tag is not None:
+        key["model_tag"] = model_tag
+    return hashlib.sha256(canonical_json(key).encode("utf-8")).hexdigest()
 
 
 class ResponseCache:

@@ -150,6 +150,7 @@ class OpenAIChatClient(BaseModel):
 
     base_url: str = Field(description="OpenAI-compatible base URL, e.g. https://api.openai.com/v1")
     model: str = Field(description="Default model name sent in requests (and used for prices)")
+    model_tag: str | None = Field(default=None, description="What the model name alone does not say; in cache keys")
     api_key: str = Field(default="", repr=False, description="Set with dg.EnvVar; never stored")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Env var read at call time when api_key is empty")
     temperature: float | None = Field(default=0.0, description="None omits it (reasoning models)")
@@ -192,6 +193,7 @@ class OpenAIChatClient(BaseModel):
         return cls(
             base_url=cfg.base_url,
             model=cfg.model,
+            model_tag=cfg.model_tag,
             api_key=api_key,
             api_key_env=cfg.api_key_env,
             temperature=cfg.temperature,
@@ -214,7 +216,7 @@ class OpenAIChatClient(BaseModel):
         if cfg.llm is None:
             raise LLMConfigError(f"{cfg.source or 'benchmark config'}: no 'llm' section")
         return cls.from_config(
-            cfg.llm, cache_dir=cfg.resolved_results_dir() / CACHE_SUBDIR, prices_path=cfg.prices_path
+            cfg.llm, cache_dir=cfg.resolved_results_dir() / CACHE_SUBDIR, prices_path=cfg.resolved_prices_path()
         )
 
     def describe(self) -> dict[str, str | float | int | None]:
@@ -222,6 +224,7 @@ class OpenAIChatClient(BaseModel):
         return {
             "llm_base_url": safe_url(self.base_url),
             "llm_model": self.model,
+            "llm_model_tag": self.model_tag,
             "llm_temperature": self.temperature,
             "llm_max_tokens": self.max_tokens,
             "llm_max_retries": self.max_retries,
@@ -327,7 +330,7 @@ class OpenAIChatClient(BaseModel):
         model = req.model or self.model
         messages = normalise_messages(req.messages)
         params = self._request_params(req)
-        key = cache_key(model, messages, params)
+        key = cache_key(model, messages, params, self.model_tag)
         with rt.cache.locked(key):
             cached = rt.cache.get(key)
             if cached is not None:
@@ -569,6 +572,6 @@ def client_for(cfg: BenchmarkConfig, role: str = ROLE_READER, api_key: str = "")
     return OpenAIChatClient.from_config(
         endpoint,
         cache_dir=cfg.resolved_results_dir() / CACHE_SUBDIR,
-        prices_path=(PROJECT_ROOT / cfg.prices_path).resolve(),
+        prices_path=cfg.resolved_prices_path(),
         api_key=api_key,
     )

@@ -12,6 +12,7 @@ Pinned metric ``cost_usd``:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -80,3 +81,19 @@ def _price_field(path: Path, model: str, entry: dict[str, object], name: str) ->
     if not math.isfinite(value) or value < 0:
         raise PriceTableError(f"{path}: model {model!r}: field {name!r} must be >= 0, got {value!r}")
     return float(value)
+
+
+@functools.lru_cache(maxsize=16)
+def _table(path: Path, size: int, mtime_ns: int) -> dict[str, ModelPrice]:
+    return load_prices(path)
+
+
+def price_of(path: Path, model: str | None) -> tuple[float, float] | None:
+    """(input, output) USD per 1M tokens of ``model`` in the prices file ``path``; None when it is
+    unpriced or the file is absent. Part of the identity of every unit that stores a cost: a
+    corrected price recomputes those rows (from the LLM cache: no request)."""
+    if model is None or not path.is_file():
+        return None
+    stat = path.stat()
+    price = _table(path, stat.st_size, stat.st_mtime_ns).get(model)
+    return None if price is None else (price.input_per_1m, price.output_per_1m)

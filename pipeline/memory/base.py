@@ -53,13 +53,19 @@ class RetrievedUnit:
 
 @dataclass(frozen=True)
 class RetrievalResult:
-    """Ranked units and the context string actually handed to the reader."""
+    """Ranked units and the context string actually handed to the reader.
+
+    ``at_depth``: the same retrieval cut to its first c ranked units, context rendered as the system
+    renders it (set by systems whose context is built from their ranking, pipeline.memory.context.
+    ranked_result; None: the system cannot be read at a depth). Never stored, never compared.
+    """
 
     units: tuple[RetrievedUnit, ...]
     context: str
     context_tokens: int
     trimmed_units: int = 0
     notes: dict[str, Any] = field(default_factory=dict)
+    at_depth: Callable[[int], RetrievalResult] | None = field(default=None, compare=False, repr=False)
 
 
 class Encoder(Protocol):

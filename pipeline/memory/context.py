@@ -146,6 +146,10 @@ def ranked_result(
     fitted = fit_budget([u for u, _ in ranked], budget, order)
     shown = time_sorted(fitted.units, positions) if order == ORDER_TIME else list(fitted.units)
     context = render(shown, order)
+
+    def at_depth(cutoff: int) -> RetrievalResult:  # the first ``cutoff`` hits, rendered the same way
+        return ranked_result(ranked[:cutoff], budget, order, positions, {**notes, "cutoff": cutoff})
+
     return RetrievalResult(
         units=tuple(retrieved(u, rank, s) for rank, (u, s) in enumerate(ranked, start=1)),
         context=context,
@@ -158,4 +162,5 @@ def ranked_result(
             "trimmed": "lowest-ranked units first",
             "truncated_unit": fitted.truncated,
         },
+        at_depth=at_depth,
     )

@@ -52,9 +52,14 @@ class FlatBm25Memory(FlatMemory):
 
     def retrieve(self, question: QuestionRow) -> RetrievalResult:
         """The flat result with each score in the ``bm25`` column (not ``semantic``)."""
-        result = super().retrieve(question)
-        units = tuple(replace(u, semantic=None, bm25=u.semantic) for u in result.units)
-        return replace(result, units=units)
+        return _bm25_columns(super().retrieve(question))
 
     def notes(self) -> dict[str, object]:
         return {"protocol": PROTOCOL}
+
+
+def _bm25_columns(result: RetrievalResult) -> RetrievalResult:
+    """``result`` (and each of its depth cuts) with the scores in the ``bm25`` column."""
+    units = tuple(replace(u, semantic=None, bm25=u.semantic) for u in result.units)
+    depth = result.at_depth
+    return replace(result, units=units, at_depth=None if depth is None else lambda c: _bm25_columns(depth(c)))

@@ -375,10 +375,15 @@ def _result(
     shown = time_sorted(fitted.units, positions) if p.context_order == "time" else list(fitted.units)
     context = render(shown, p.context_order)
     notes = {**notes, "token_budget": p.token_budget, "truncated_unit": fitted.truncated}
+
+    def at_depth(cutoff: int) -> RetrievalResult:  # the first ``cutoff`` ranked units, rendered the same way
+        return _result(units[:cutoff], scored[:cutoff], positions, p, {**notes, "cutoff": cutoff})
+
     return RetrievalResult(
         units=tuple(scored),
         context=context,
         context_tokens=count_tokens(context),
         trimmed_units=fitted.trimmed_units,
         notes=notes,
+        at_depth=at_depth,
     )

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from pipeline.core.records import QuestionRow, TurnRow
+from pipeline.llm.identity import not_set
 from pipeline.llm.protocol import ChatClient
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.context import ORDER_TIME, format_date, ranked_result
@@ -110,6 +111,12 @@ class NotesMemory(VectorMemory[NotesParams]):
     version = 1
     kind = KIND
     uses_llm = True
+
+    @classmethod
+    def llm_fields(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The ``llm:`` settings its calls take (pipeline/llm/identity.py): the model unless its params
+        name one, the temperature and the tag (its reply cap is its own ``max_tokens``)."""
+        return (*not_set(params, "model"), "temperature", "model_tag")
 
     def __init__(self, params: ParamsInput, deps: MemoryDeps) -> None:
         if deps.llm is None:

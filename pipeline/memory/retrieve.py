@@ -20,8 +20,10 @@ from typing import Any
 from pipeline.core.records import QuestionRow
 from pipeline.core.status import STATUS_FAILED
 from pipeline.core.tokens import count_tokens
+from pipeline.core.units import base_system, cutoff_of
 from pipeline.memory.base import MemorySystem, RetrievalResult
 from pipeline.memory.checkpoint import load
+from pipeline.memory.cutoffs import at_depth
 from pipeline.memory.ingest import MemoryRun, haystack_groups
 from pipeline.memory.systems import SystemSpec, uses_encoder
 from pipeline.run.stage import UnitResult, UnitSpec, WorkItem, timed
@@ -102,11 +104,22 @@ def _check(result: RetrievalResult) -> None:
 
 def retrieval_payload(memory: OpenMemory, question: QuestionRow) -> dict[str, Any]:
     """One question's RETRIEVALS_PAYLOAD row (the memory must be open)."""
+    result, latency = retrieve_checked(memory, question)
+    return payload_of(memory, result, latency)
+
+
+def retrieve_checked(memory: OpenMemory, question: QuestionRow) -> tuple[RetrievalResult, float]:
+    """The system's one retrieval for ``question`` (contract checked) and its latency."""
     assert memory.system is not None
     start = time.monotonic()
     result = memory.system.retrieve(question)
     latency = time.monotonic() - start
     _check(result)
+    return result, latency
+
+
+def payload_of(memory: OpenMemory, result: RetrievalResult, latency: float) -> dict[str, Any]:
+    """The RETRIEVALS_PAYLOAD row of ``result`` (a cut-off row carries its retrieval's latency)."""
     notes = {**result.notes, **memory.notes, "restore_s": round(memory.restore_s, 4), "memory_units": memory.units}
     return {
         "system_kind": memory.spec.kind,
@@ -123,14 +136,35 @@ def retrieval_payload(memory: OpenMemory, question: QuestionRow) -> dict[str, An
 def _question_results(
     memories: dict[str, OpenMemory], question: QuestionRow, units: tuple[UnitSpec, ...]
 ) -> list[UnitResult]:
+    """Each unit's row; a system and its cut-off units (``<system>@<c>``) share ONE retrieval."""
+    retrieved: dict[str, tuple[RetrievalResult, float] | str] = {}  # system -> (result, latency) or its error
     results = []
     for unit in units:
-        memory = memories[unit.unit]
+        name, cutoff = base_system(unit.unit), cutoff_of(unit.unit)
+        memory = memories[name]
         if memory.system is None:
             results.append(UnitResult.failed(unit, memory.error or "memory unavailable"))
-        else:
-            results.append(timed(partial(retrieval_payload, memory, question), unit))
+            continue
+        if name not in retrieved:
+            start = time.monotonic()
+            try:
+                retrieved[name] = retrieve_checked(memory, question)
+            except Exception as exc:
+                retrieved[name] = f"{type(exc).__name__}: {exc}"
+                results.append(UnitResult.failed(unit, str(retrieved[name]), time.monotonic() - start))
+                continue
+        got = retrieved[name]
+        if isinstance(got, str):
+            results.append(UnitResult.failed(unit, f"retrieval failed: {got}" if cutoff else got))
+            continue
+        result, latency = got
+        results.append(timed(partial(_cut_payload, memory, result, latency, cutoff), unit))
     return results
+
+
+def _cut_payload(memory: OpenMemory, result: RetrievalResult, latency: float, cutoff: int | None) -> dict[str, Any]:
+    """The row of the retrieval itself (``cutoff`` None) or of its first ``cutoff`` ranked units."""
+    return payload_of(memory, result if cutoff is None else at_depth(result, cutoff, memory.spec.kind), latency)
 
 
 def prembed_questions(run: MemoryRun, items: list[WorkItem]) -> dict[str, Any]:
@@ -158,7 +192,7 @@ def retrieval_results(run: MemoryRun, items: list[WorkItem]) -> Iterator[tuple[s
     shared = prembed_questions(run, items)
     for (dataset, haystack_id), group in haystack_groups(run, items).items():
         specs = run.specs(dataset)
-        needed = list(dict.fromkeys(u.unit for item in group for u in item.units))
+        needed = list(dict.fromkeys(base_system(u.unit) for item in group for u in item.units))
         memories = {
             name: open_memory(
                 run, specs[name], dataset, haystack_id, group, shared if uses_encoder(specs[name].cls) else {}

@@ -1,10 +1,10 @@
 """Configured memory systems: which apply to a dataset, their unit hash, how to build them.
 
 The unit hash covers the system's ``version`` (bumped when its code changes what it returns for
-the same params), its resolved params (code defaults included), the dataset's
-``index_roles``, the embedding model (retrieval) and, for LLM systems, the LLM model; a change in
-any of them must invalidate stored ingestion and retrieval rows, or a report would mix results
-of two different systems under one name.
+the same params), its resolved params (code defaults included), the dataset's ``index_roles``,
+the embedding variant (retrieval) and, for LLM systems, the endpoint settings their calls take; a
+change in any of them must invalidate stored ingestion and retrieval rows, or a report would mix
+results of two different systems under one name.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.config.identity import endpoint_settings
 from pipeline.config.model import BenchmarkConfig, ComponentConfig
 from pipeline.config.specs import SECTION_MEMORY_SYSTEMS, Benchmark, ComponentSpec
 from pipeline.embeddings.spec import embedding_variant
+from pipeline.llm.identity import hash_extras, llm_fields
 from pipeline.memory.base import MemoryDeps, MemorySystem
 from pipeline.memory.params import MemoryConfigError, parse_params
 from pipeline.run.stage import UnitSpec
@@ -57,6 +59,7 @@ class SystemSpec:
 
     entry: ComponentSpec[type[MemorySystem]]
     unit_hash: str
+    settings: dict[str, object]  # the unit's identity inputs by config path (pipeline/config/identity.py)
     index_roles: tuple[str, ...] | None
 
     @property
@@ -84,29 +87,56 @@ class SystemSpec:
     ) -> SystemSpec:
         """A spec for a class outside any config (tests, tools): its params validated here, once."""
         params = parse_params(impl.params_model, component.params, component.kind)
-        return cls(ComponentSpec(SECTION_MEMORY_SYSTEMS, None, component, impl, params), unit_hash, index_roles)
+        return cls(ComponentSpec(SECTION_MEMORY_SYSTEMS, None, component, impl, params), unit_hash, {}, index_roles)
 
     def build(self, deps: MemoryDeps) -> MemorySystem:
         """The system built with its parsed params (not parsed again)."""
         return self.cls(self.entry.params, deps)
 
 
-def unit_hash(entry: ComponentSpec[type[MemorySystem]], bench: BenchmarkConfig, dataset: str) -> str:
-    """Hash of what the system computes: kind, code version, every param with code defaults filled
-    in (a changed default must invalidate stored results just as a changed YAML value does),
-    the dataset's index_roles, and the embedding / LLM models it uses."""
-    cls = entry.impl
+def identity(entry: ComponentSpec[type[MemorySystem]], bench: BenchmarkConfig, dataset: str) -> tuple[str, dict]:
+    """(unit hash, settings) of what the system computes on ``dataset``.
+
+    The hash covers the kind, its code version, every param with code defaults filled in (a changed
+    default must invalidate stored results just as a changed YAML value does), the dataset's
+    index_roles, the embedding variant and, for LLM systems, the endpoint settings its calls take
+    (pipeline/llm/identity.py). Fields added to it after rows existed enter only with a non-default
+    value, so those rows keep their hash. ``settings``: the same inputs by config path, as the
+    manifest records them (``membench verify`` names the one that changed)."""
+    cls, name = entry.impl, entry.name
     parts: dict[str, object] = {
         "system": {"kind": entry.kind, "version": cls.version, "params": entry.params_json()},
         "index_roles": bench.dataset(dataset).index_roles,
     }
+    settings: dict[str, object] = {
+        f"memory_systems[{name}].kind": entry.kind,
+        f"memory_systems[{name}].params": entry.params_json(),
+        f"memory_systems[{name}] code version": cls.version,
+        f"datasets[{dataset}].index_roles": bench.dataset(dataset).index_roles,
+    }
     if uses_encoder(cls):
-        # what changes the vectors (model, backend, truncation, device); not batch size or threads
+        # what changes the vectors (model, backend, truncation); not batch size, device or threads
         parts["embeddings"] = embedding_variant(bench.embeddings)
+        emb = bench.embeddings
+        settings.update({f"embeddings.{k}": getattr(emb, k) for k in ("model", "backend", "max_seq_length")})
+        settings["embeddings variant"] = parts["embeddings"]
     if uses_llm(cls) and bench.llm is not None:
+        fields = llm_fields(cls, entry.params_json())
         parts["llm"] = [bench.llm.model, bench.llm.temperature]
+        extras = hash_extras(bench.llm, fields, ("model", "temperature"))
+        if extras:
+            parts["llm_extra"] = extras
+        settings.update(endpoint_settings("llm", bench.llm, ("model", "temperature", *fields)))
+    library = getattr(cls, "library_identity", None)
+    if library is not None and library():
+        parts["library"] = settings[f"memory_systems[{name}] library"] = library()
     blob = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return hashlib.sha256(blob.encode()).hexdigest()[:16], settings
+
+
+def unit_hash(entry: ComponentSpec[type[MemorySystem]], bench: BenchmarkConfig, dataset: str) -> str:
+    """The unit hash of ``identity``."""
+    return identity(entry, bench, dataset)[0]
 
 
 def system_specs(bench: MemoryBenchmark, dataset: str) -> list[SystemSpec]:
@@ -116,7 +146,7 @@ def system_specs(bench: MemoryBenchmark, dataset: str) -> list[SystemSpec]:
     def build() -> tuple[SystemSpec, ...]:
         cfg = bench.config
         roles = cfg.dataset(dataset).index_roles
-        return tuple(SystemSpec(e, unit_hash(e, cfg, dataset), roles) for e in bench.systems_for(dataset))
+        return tuple(SystemSpec(e, *identity(e, cfg, dataset), roles) for e in bench.systems_for(dataset))
 
     return list(bench.derived(("system_specs", dataset), build))
 

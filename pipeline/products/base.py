@@ -22,6 +22,7 @@ hits) and ``_rebuild`` (refill an empty store from checkpoint units when no snap
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import time
@@ -109,6 +110,22 @@ class ProductMemory:
     uses_encoder: ClassVar[bool] = True
     checkpoint_every: ClassVar[int] = 1  # every session: a session costs LLM calls
     library: ClassVar[tuple[str, str]]  # (module, package==version)
+
+    @classmethod
+    def library_identity(cls) -> str | None:
+        """``package==version`` of the installed library when it is not the pinned one, else None.
+
+        Why in the unit hash (pipeline/memory/systems.py): another library version extracts other
+        memories from the same sessions. The pinned version adds nothing to the hash, so rows made
+        with it keep theirs; a library installed elsewhere (Hindsight's own venv) reads as pinned."""
+        spec = cls.library[1]
+        name, _, pinned = spec.partition("==")
+        name = name.split("[", 1)[0]
+        try:
+            installed = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        return None if installed == pinned else f"{name}=={installed}"
 
     def __init__(self, params: ParamsInput, deps: MemoryDeps) -> None:
         self.params = parse_params(self.params_model, params, self.kind)

@@ -32,6 +32,7 @@ from pipeline.catalog.manifest import (
     DATASET_SCHEMA,
     FLAG_FAILED,
     FLAG_FULL_HAYSTACK,
+    FLAG_ISOLATION_LEAK,
     FLAG_SCHEMA,
     FLAG_SLICED,
     MANIFEST_DIR,
@@ -41,6 +42,7 @@ from pipeline.config.printed_commands import RUN_ALL
 from pipeline.config.specs import Benchmark, ComponentSpec
 from pipeline.datasets.base import DatasetFileError
 from pipeline.judges.base import DEFAULT_JUDGES, JudgeSpec, judge_model
+from pipeline.provenance.identity import manifest_identity
 from pipeline.provenance.releases import file_sha256, match_release, records_sha256
 from pipeline.readers.presets import presets_fingerprint
 from pipeline.readers.prompts import prompts_fingerprint
@@ -130,7 +132,7 @@ def models(bench: Benchmark[Any, Any, Any]) -> dict[str, Any]:
         if not s.impl.needs_llm:
             judges[s.name] = None  # rule-based
         elif judge_endpoint is not None:
-            judges[s.name] = judge_model(s.params_given(), s.impl, judge_llm)
+            judges[s.name] = judge_model(s.params_given(), judge_llm)
         else:
             judges[s.name] = "not run: no LLM configured"
     systems = {
@@ -303,12 +305,21 @@ def failed_counts(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
     return {d: (int(f), int(n)) for d, f, n in rows}
 
 
+def leaked_systems(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, str]]:
+    """system -> (canary, checked_at) of every system whose last ``membench check-isolation`` leaked."""
+    if "isolation_checks" not in _views(con):
+        return {}
+    rows = con.execute("SELECT system, canary, checked_at FROM isolation_checks WHERE leaked").fetchall()
+    return {s: (c, t) for s, c, t in rows}
+
+
 def integrity_flags(
     con: duckdb.DuckDBPyConnection, cfg: BenchmarkConfig, datasets: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """Every flag that qualifies a number of this run (an empty list: nothing to qualify)."""
     flags: list[dict[str, Any]] = []
     failed = failed_counts(con)
+    leaked = leaked_systems(con)
     for entry in datasets:
         name = entry["dataset"]
         if entry["sliced"]:
@@ -338,6 +349,11 @@ def integrity_flags(
                     f"failed questions: {n_failed} of {n_all} (not scored; retried by the next run)",
                 )
             )
+        for system in (s.name for s in cfg.memory_systems if s.applies_to(name) and s.name in leaked):
+            canary, when = leaked[system]
+            message = (f"isolation leak: another haystack's canary {canary} came back in this system's retrieval "
+                       f"(membench check-isolation, {when}); its numbers may use other conversations' memories")
+            flags.append(_flag(name, system, FLAG_ISOLATION_LEAK, 1, 1, message))
         roles = cfg.dataset(name).index_roles
         for system, n_ok, n_full in full_haystack_counts(con, name, roles):
             if n_full:
@@ -406,6 +422,7 @@ def build_manifest(
         "flags": integrity_flags(con, cfg, datasets),
         "headline": headline_rows(con),
         "stored_rows": stored_row_hashes(store, previous),
+        "identity": manifest_identity(bench, con, previous),
     }
 
 

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.config.model import ConfigError, load_config
+from pipeline.kinds.resolve import resolve_config
+from pipeline.provenance.identity import stale_units, stored_units
 from pipeline.provenance.manifest import (
     HEADLINE_FIELDS,
     HEADLINE_KEY,
@@ -144,12 +147,32 @@ def code_note(manifest: Mapping[str, Any]) -> Check:
     return Check(NOTE, "code", text)
 
 
-def verify(root: Path) -> list[Check]:
-    """Every check of the results folder ``root`` (ManifestError when it has no readable manifest)."""
+def identity_checks(root: Path, manifest: Mapping[str, Any], config: str | None) -> list[Check]:
+    """Every stored unit hash against what the config makes now: a stale unit is a MISMATCH naming
+    the config fields whose values differ from the ones its rows were made with (the manifest's
+    ``identity``). ``config``: the config file (default: the one the manifest names)."""
+    source = config or (manifest.get("config") or {}).get("source")
+    if not source or not Path(source).is_file():
+        return [Check(NOTE, "settings", f"config file {source or '(none recorded)'} not found: settings not compared")]
+    try:
+        bench = resolve_config(load_config(str(Path(source).resolve())))  # as the file says now (no cache)
+    except ConfigError as exc:
+        return [Check(NOTE, "settings", f"{source} does not load ({exc}): settings not compared")]
+    with ResultStore(results_dir=str(root)).connect() as con:
+        stored = stored_units(con)
+    stale = stale_units(bench, stored, manifest)
+    out = [Check(MISMATCH, subject, f"{reason} (a run recomputes them)") for subject, reason in stale]
+    return out or [Check(OK, "settings", f"every stored unit was made with what {source} says now")]
+
+
+def verify(root: Path, config: str | None = None) -> list[Check]:
+    """Every check of the results folder ``root`` (ManifestError when it has no readable manifest);
+    ``config``: the config to compare the stored rows' settings with (default: the manifest's)."""
     manifest = read_manifest(root / MANIFEST_JSON)
     return [
         *dataset_checks(manifest),
         *row_checks(root, manifest),
         *headline_checks(root, manifest),
+        *identity_checks(root, manifest, config),
         code_note(manifest),
     ]

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from pipeline.config.model import BenchmarkConfig
+from pipeline.llm.identity import not_set
 from pipeline.llm.protocol import LLMReply
 from pipeline.memory.base import RetrievedUnit
 from pipeline.metrics.retrieval import context_units
@@ -70,6 +71,12 @@ class LLMReader:
         if deps.llm is None:
             raise ReaderConfigError("reader kind 'llm' needs an LLM endpoint, but the config has no 'llm:' block")
         self.llm = deps.llm
+
+    @classmethod
+    def llm_fields(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The ``llm:`` settings its calls take (pipeline/llm/identity.py): the tag, and the temperature
+        and reply cap its params leave unset (the model is in ``identity``)."""
+        return ("model_tag", *not_set(params, "temperature", "max_tokens"))
 
     @classmethod
     def identity(cls, params: Mapping[str, Any], cfg: BenchmarkConfig) -> str:

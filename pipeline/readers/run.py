@@ -20,19 +20,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
 import pyarrow as pa
 
-from pipeline.config.model import ComponentConfig
-from pipeline.config.specs import Benchmark
+from pipeline.config.identity import endpoint_settings
+from pipeline.config.model import BenchmarkConfig, ComponentConfig
+from pipeline.config.specs import Benchmark, ComponentSpec
 from pipeline.core.records import QuestionRow
 from pipeline.core.status import STATUS_FAILED, STATUS_OK
-from pipeline.core.units import repeat_unit
+from pipeline.core.units import base_system, cutoff_of, repeat_unit
+from pipeline.llm.identity import asked_model, hash_extras, llm_fields, price_identity
 from pipeline.llm.protocol import NOT_ATTEMPTED
 from pipeline.memory.base import MemorySystem, RetrievalResult
+from pipeline.memory.cutoffs import reading_systems
 from pipeline.memory.systems import system_specs
 from pipeline.readers.base import (
     Answer,
@@ -75,10 +78,34 @@ class AnswerUnit:
     reader: ComponentConfig
     spec: UnitSpec
     repeat: int = 1  # r of the reader's ``repeats``: unit "<system>/<reader>~<r>" for r >= 2
+    settings: Mapping[str, Any] = field(default_factory=dict)  # identity inputs by config path (the manifest's)
 
 
 def _hash(parts: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def reader_identity(entry: ComponentSpec[type[Reader]], cfg: BenchmarkConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(hash parts, settings) of a reader entry: its kind and params, its ``identity`` (models,
+    prompts), the ``llm:`` settings its calls take when they differ from their defaults
+    (pipeline/llm/identity.py) and the price of its model (answers store a cost)."""
+    params = entry.params_json()
+    parts: dict[str, Any] = {"reader": [entry.kind, params], "identity": entry.impl.identity(entry.config.params, cfg)}
+    settings: dict[str, Any] = {
+        f"readers[{entry.name}].kind": entry.kind,
+        f"readers[{entry.name}].params": params,
+        f"readers[{entry.name}] identity (models, prompts)": parts["identity"],
+    }
+    if getattr(entry.impl, "uses_llm", False) and cfg.llm is not None:
+        fields = llm_fields(entry.impl, params)
+        extras = hash_extras(cfg.llm, fields, ())
+        if extras:
+            parts["llm"] = extras
+        settings.update(endpoint_settings("llm", cfg.llm, fields))
+        price = price_identity(cfg, asked_model(params, cfg.llm))
+        parts.update(price)
+        settings[f"readers[{entry.name}] price"] = price.get("price")
+    return parts, settings
 
 
 def answer_units(bench: ReaderBenchmark, dataset: str) -> list[AnswerUnit]:
@@ -87,14 +114,18 @@ def answer_units(bench: ReaderBenchmark, dataset: str) -> list[AnswerUnit]:
 
     def build() -> tuple[AnswerUnit, ...]:
         units = []
-        for system in system_specs(bench, dataset):
+        systems = {s.name: s.settings for s in system_specs(bench, dataset)}
+        for system, system_hash in reading_systems(bench, dataset):  # each system and its cut-offs
             for entry in bench.readers_for(dataset):
-                identity = entry.impl.identity(entry.config.params, bench.config)
-                base = {"system": system.unit_hash, "reader": [entry.kind, entry.params_json()], "identity": identity}
+                base, settings = reader_identity(entry, bench.config)
+                base = {"system": system_hash, **base}
                 for r in range(1, entry.config.repeats + 1):
                     h = _hash(base if r == 1 else {**base, "repeat": r})
-                    spec = UnitSpec(repeat_unit(f"{system.name}/{entry.name}", r), h)
-                    units.append(AnswerUnit(system.name, system.unit_hash, entry.config, spec, r))
+                    spec = UnitSpec(repeat_unit(f"{system}/{entry.name}", r), h)
+                    unit_settings = {**systems[base_system(system)], **settings, f"readers[{entry.name}].repeat": r}
+                    if cutoff_of(system) is not None:
+                        unit_settings[f"memory_systems[{base_system(system)}] cut-off"] = cutoff_of(system)
+                    units.append(AnswerUnit(system, system_hash, entry.config, spec, r, unit_settings))
         return tuple(units)
 
     return list(bench.derived(("answer_units", dataset), build))

@@ -38,6 +38,9 @@ SECTIONS: dict[str, str] = {
     "retrieval": "retrieval_report",
     "integrity_flags": "integrity_flags",  # pipeline/provenance/manifest.py: shown beside the numbers they qualify
     "product_usage": "product_usage",  # pipeline/catalog/products.py
+    "judge_agreement": "judge_agreement",
+    "wrong_answer_causes": "wrong_answer_causes",  # pipeline/catalog/losses.py
+    "judge_probe_rates": "judge_probe_rates",  # membench judge-probe (pipeline/catalog/probes.py)
     **{view: view for view in (*OFFICIAL_VIEWS, "repeat_report", "judge_repeat_report")},  # catalog official, repeats
 }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from pipeline.catalog.manifest import FLAG_FULL_HAYSTACK
+from pipeline.catalog.manifest import FLAG_FULL_HAYSTACK, FLAG_ISOLATION_LEAK
 
 STYLE = (
     "white-space:nowrap;background:#fff3cd;border:1px solid #d9a400;border-radius:3px;padding:0 4px;"
@@ -37,10 +37,16 @@ def dataset_flags(data: Any, dataset: str) -> str:
 
 
 def system_badges(data: Any, dataset: str) -> dict[str, str]:
-    """system -> its retrieval badge ("top_k ≥ haystack: equals full context", with counts in the tooltip)."""
+    """system -> its badges: retrieval that ranked the whole haystack ("top_k ≥ haystack: equals full
+    context", with counts in the tooltip) and a leak found by ``membench check-isolation``."""
     out: dict[str, str] = {}
     for r in _rows(data, dataset):
-        if r.get("flag") == FLAG_FULL_HAYSTACK and r.get("system"):
+        if not r.get("system"):
+            continue
+        if r.get("flag") == FLAG_FULL_HAYSTACK:
             share = "" if r["n_affected"] == r["n_of"] else f" ({r['n_affected']} of {r['n_of']} questions)"
-            out[r["system"]] = badge(f"top_k ≥ haystack: equals full context{share}", str(r["message"]))
+            out[r["system"]] = out.get(r["system"], "") + badge(f"top_k ≥ haystack: equals full context{share}",
+                                                                 str(r["message"]))  # fmt: skip
+        elif r.get("flag") == FLAG_ISOLATION_LEAK:
+            out[r["system"]] = out.get(r["system"], "") + badge("leaks across haystacks", str(r["message"]))
     return out

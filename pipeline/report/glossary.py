@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pipeline.metrics.agreement import COHEN_KAPPA
 from pipeline.metrics.agreement import DEFINITION as KAPPA_DEFINITION
+from pipeline.metrics.bounds import FAILURES_AS_WRONG
 from pipeline.metrics.locomo_evidence import DEFINITIONS as LOCOMO_EVIDENCE_DEFINITIONS
 from pipeline.metrics.retrieval import METRIC_DEFINITIONS as RETRIEVAL_DEFINITIONS
 from pipeline.metrics.stats import (
@@ -50,6 +51,33 @@ REPORT_DEFINITIONS: dict[str, str] = {
     "n_invalid": "scored multiple-choice replies that could not be parsed to an option (scored wrong).",
     "n_excluded": "judgments where the judge metric does not apply to the question (verdict null).",
     "n_missing": "questions of the dataset without a judgment row for this system/reader/judge yet.",
+    FAILURES_AS_WRONG: (
+        "lower bound of headline_value: every unscored question (failed answer, failed judgment or unparseable "
+        "verdict, no judgment row) counted wrong: credit / (n_scored + n_failures_as_wrong); shown as "
+        "'≥ value (n as wrong)' beside a headline when n > 0. compare and leaderboard say when it reverses an order."
+    ),
+    "tokens / usd / seconds_per_correct": (
+        "what every ok answer of the system/reader cost (reader tokens; reader dollars, unknown when a model has no "
+        "price; reader seconds with cache hits at the uncached mean, plus retrieval seconds) / n_correct."
+    ),
+    "<system>@<c>": (
+        "memory system <system> read at depth c: the first c ranked units of its one retrieval per question "
+        "(config cutoffs:), answered and judged as a system; the accuracy-vs-context plot joins a system's depths."
+    ),
+    "wrong_answer_causes": (
+        "each wrong verdict's one cause, in this order: right by a string metric (exact match, gold contained) but "
+        "judged wrong; no gold evidence turn in the reader's context; evidence in context, answered wrong; no "
+        "scored evidence to look for."
+    ),
+    "false accept / false reject": (
+        "membench judge-probe: known-wrong answers (another question's gold, vague on-topic, negated gold, "
+        "I don't know) judged correct / known-wrong answers judged; known-right answers (gold, paraphrase with its "
+        "date reformatted) judged wrong / known-right answers judged; failed judgments in neither."
+    ),
+    "isolation_leak": (
+        "membench check-isolation: a canary fact ingested into one haystack came back in another haystack's "
+        "retrieval of this system (integrity flag beside its numbers)."
+    ),
     "latency_p50_s / latency_p95_s": (
         f"reader latency percentiles (method '{PERCENTILE_METHOD}', = DuckDB quantile_cont) over ok answers "
         "that were not LLM-cache hits."

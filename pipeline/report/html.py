@@ -24,10 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.catalog.report import ALL_TYPES
+from pipeline.metrics.bounds import FAILURES_AS_WRONG, N_FAILURES_AS_WRONG
 from pipeline.metrics.retrieval import RECALL_ANY
 from pipeline.report.build import REPORT_HTML, ReportData
 from pipeline.report.flags_html import dataset_flags, system_badges
 from pipeline.report.glossary import OFFLINE_LABEL, reader_display
+from pipeline.report.headline_html import FIRST_SCREEN_NOTE, dataset_order, headline_table
+from pipeline.report.judges_html import judge_section
+from pipeline.report.losses_html import loss_section
 from pipeline.report.official_html import protocol_sections
 from pipeline.report.product_html import product_section
 from pipeline.report.questions import (
@@ -183,7 +187,17 @@ def value_cell(row: Row | None) -> str:
     if row.get("n_invalid"):
         problems.append(f"{row['n_invalid']} invalid")
     sub = f"n={row.get('n_scored')}" + ("; " + "; ".join(problems) if problems else "")
-    return f'<td class="num">{esc(num(row.get("headline_value")))}{ci}<span class="sub">{sub}</span></td>'
+    value = esc(num(row.get("headline_value")))
+    return f'<td class="num">{value}{ci}{bound_html(row)}<span class="sub">{sub}</span></td>'
+
+
+def bound_html(row: Row) -> str:
+    """The failures-as-wrong lower bound beside a headline, when any question went unscored."""
+    n = row.get(N_FAILURES_AS_WRONG) or 0
+    if not n:
+        return ""
+    title = f"{FAILURES_AS_WRONG}: {n} unscored question(s) (failed, unparseable, no verdict) counted as wrong"
+    return f' <span class="warn" title="{esc(title)}">≥ {esc(num(row.get(FAILURES_AS_WRONG)))} ({n} as wrong)</span>'
 
 
 def reader_text(reader: str, label: str | None) -> str:
@@ -385,6 +399,20 @@ def definitions_section(data: ReportData) -> str:
     )
 
 
+def first_screen(data: ReportData, ordered: Sequence[str]) -> str:
+    """Which system is best, by how much, at what cost (pipeline/report/headline_html.py), then the
+    accuracy-vs-context plot of each dataset (one point per system and retrieval cut-off)."""
+    acc = data.rows("accuracy")
+    if not acc:
+        return ""
+    table = headline_table(acc, lambda d: main_metric([r for r in acc if r["dataset"] == d]))
+    plots = [p for d in ordered if (p := context_plot(data, d))]
+    return (
+        f"<h2>Which system is best, by how much, at what cost</h2>{table}{FIRST_SCREEN_NOTE}"
+        + (f'<div class="plots">{"".join(plots)}</div>' if plots else "")
+    )
+
+
 def render_overview(data: ReportData) -> str:
     has_offline = any(r.get("reader_label") == "offline" for r in data.rows("accuracy"))
     offline_note = (
@@ -393,14 +421,18 @@ def render_overview(data: ReportData) -> str:
         if has_offline
         else ""
     )
-    toc = " · ".join(f'<a href="{dataset_page(d)}">{esc(d)}</a>' for d in data.datasets)
+    acc = data.rows("accuracy")
+    ordered = dataset_order(data.datasets, lambda d: main_metric([r for r in acc if r["dataset"] == d]))
+    toc = " · ".join(f'<a href="{dataset_page(d)}">{esc(d)}</a>' for d in ordered)
     body = f"""<h1>membench report</h1>
 <p class="note">generated {esc(data.generated_at)} · datasets: {toc} · <a href="#definitions">definitions</a><br>
 Cells: value <span class="ci">[95 % interval: Wilson for accuracies, seeded bootstrap for mean scores]</span>,
-below it n = scored questions; failed answers/judgments are counted apart, never scored as wrong.
+<span class="warn">≥ lower bound (k as wrong)</span> when k questions went unscored (failed answer or judgment,
+unparseable verdict, no verdict): the value with those k counted as wrong; below it n = scored questions.
 Same numbers in SQL: <code>membench sql "{esc(data.example_sql)}"</code></p>
 {offline_note}
-{"".join(overview_section(data, d) for d in data.datasets)}
+{first_screen(data, ordered)}
+{"".join(overview_section(data, d) for d in ordered)}
 {compare_links(data)}
 {definitions_section(data)}"""
     return page("membench report", body, "")
@@ -430,12 +462,10 @@ def _plots(data: ReportData, dataset: str) -> str:
         images.append(img(plots.accuracy_by_type([r for r in by_type if r["metric"] == metric], title), title))
     else:
         notes.append("no by-type plot: fewer than two question types with judgments")
-    if unscored:
-        pass
-    elif metric and any(r.get("mean_context_tokens") is not None for r in acc if r["metric"] == metric):
-        title = f"{dataset}: {metric} vs context tokens"
-        images.append(img(plots.accuracy_vs_context([r for r in acc if r["metric"] == metric], title), title))
-    else:
+    context = None if unscored else context_plot(data, dataset)
+    if context:
+        images.append(context)
+    elif not unscored:
         notes.append("no accuracy-vs-context plot: no judged answers with a context size")
     if retr:
         title = f"{dataset}: session-level recall_any@k"
@@ -444,6 +474,19 @@ def _plots(data: ReportData, dataset: str) -> str:
         notes.append("no recall@k plot: no question scored for session-level retrieval (no gold, or none retrieved)")
     note = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
     return f'<div class="plots">{"".join(images)}</div>{note}'
+
+
+def context_plot(data: ReportData, dataset: str) -> str | None:
+    """The accuracy-vs-context-tokens chart of the dataset's main metric, or None without points."""
+    from pipeline.report import plots  # matplotlib only when a report is rendered
+
+    acc = [r for r in data.rows("accuracy") if r["dataset"] == dataset]
+    metric = main_metric(acc)
+    rows = [r for r in acc if r["metric"] == metric and _value(r) and r.get("mean_context_tokens") is not None]
+    if not metric or not rows:
+        return None
+    title = f"{dataset}: {metric} vs context tokens"
+    return img(plots.accuracy_vs_context(rows, title), title)
 
 
 def _value(row: Row) -> bool:
@@ -531,6 +574,8 @@ def render_dataset(data: ReportData, dataset: str, questions: Sequence[QuestionV
     ]
     parts += protocol_sections(data, dataset)  # pipeline/report/official_html.py
     parts += product_section(data, dataset)  # pipeline/report/product_html.py
+    parts += judge_section(data, dataset)  # pipeline/report/judges_html.py
+    parts += loss_section(data, dataset, main_metric(acc))  # pipeline/report/losses_html.py
     parts += ["<h2>Plots</h2>", _plots(data, dataset)]
     paired = [r for r in data.rows("paired_comparisons") if r["dataset"] == dataset]
     if paired:

@@ -11,16 +11,22 @@ the scored / judged counts (failures are counted, never scored), reader tokens a
 question. For product memory systems (pipeline/products) the memory's own LLM usage during
 ingestion is added from the ``product_session`` markers of the ingestion checkpoints, per question
 of the run (the memory is shared by the questions of a haystack).
+
+Beside each headline: its failures-as-wrong lower bound with the number of unscored questions it
+counts as wrong, and tokens / dollars per correct answer (pipeline.metrics.bounds). When two
+systems of a group are ranked one way by their headlines and the other way by their bounds (their
+failure rates differ enough to change the order), the group says so.
 """
 
 from __future__ import annotations
 
 import html
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.metrics.bounds import order_reversed
 from pipeline.report.compare import resolve_run
 from pipeline.report.sql import query_rows, view_names
 from pipeline.store.results import ResultStore
@@ -28,7 +34,8 @@ from pipeline.store.results import ResultStore
 LEADERBOARD_SQL = """
 SELECT dataset, system, reader, reader_label, judge, metric, aggregate, headline_value, ci_low, ci_high, ci_method,
        n_scored, n_judgments, n_failed_answer, n_failed_judgment, n_dataset_questions,
-       mean_prompt_tokens, mean_completion_tokens, cost_per_question_usd, n_cost_unknown
+       mean_prompt_tokens, mean_completion_tokens, cost_per_question_usd, n_cost_unknown,
+       failures_as_wrong, n_failures_as_wrong, tokens_per_correct, usd_per_correct
 FROM accuracy_report
 """
 
@@ -68,6 +75,10 @@ class Entry:
     completion_tokens: float | None
     cost_per_question: float | None
     memory_tokens_per_question: float | None  # product memories: ingestion LLM tokens / questions
+    bound: float | None = None  # failures_as_wrong: unscored questions counted as wrong
+    n_bound: int = 0  # how many questions the bound counts as wrong without a score
+    tokens_per_correct: float | None = None  # reader tokens per correct answer
+    usd_per_correct: float | None = None
 
     @property
     def group(self) -> GroupKey:
@@ -79,6 +90,8 @@ class Leaderboard:
     runs: list[Path]
     groups: dict[GroupKey, list[Entry]]  # ranked: best headline first, unscored last
     notes: list[str]
+    # group -> "A (run) above B (run) by headline, below by failures as wrong (...)" lines
+    reversals: dict[GroupKey, list[str]] = field(default_factory=dict)
 
 
 def _memory_usage(root: Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -112,7 +125,23 @@ def _entry(run: str, r: dict[str, Any], mem: dict[str, Any] | None) -> Entry:
         n_judgments=n, n_failed=(r["n_failed_answer"] or 0) + (r["n_failed_judgment"] or 0),
         prompt_tokens=r["mean_prompt_tokens"], completion_tokens=r["mean_completion_tokens"],
         cost_per_question=r["cost_per_question_usd"], memory_tokens_per_question=memory_tokens,
+        bound=r["failures_as_wrong"], n_bound=r["n_failures_as_wrong"] or 0,
+        tokens_per_correct=r["tokens_per_correct"], usd_per_correct=r["usd_per_correct"],
     )  # fmt: skip
+
+
+def reversals(entries: list[Entry]) -> list[str]:
+    """Pairs of a ranked group whose failures-as-wrong bounds reverse their headline order."""
+    lines = []
+    for i, hi in enumerate(entries):
+        for lo in entries[i + 1 :]:
+            if order_reversed(hi.value, lo.value, hi.bound, lo.bound):
+                lines.append(
+                    f"{hi.system} ({hi.run}) ranks above {lo.system} ({lo.run}) by its headline "
+                    f"({_f(hi.value)} vs {_f(lo.value)}) but below it once failures count as wrong "
+                    f"({_f(hi.bound)} with {hi.n_bound} unscored vs {_f(lo.bound)} with {lo.n_bound})"
+                )
+    return lines
 
 
 def build(args: list[str]) -> Leaderboard:
@@ -133,12 +162,13 @@ def build(args: list[str]) -> Leaderboard:
         for (dataset, metric), pairs in sorted(by_metric.items())
         if len(pairs) > 1
     ]
-    return Leaderboard(runs, dict(sorted(groups.items())), notes)
+    flips = {key: found for key, entries in groups.items() if (found := reversals(entries))}
+    return Leaderboard(runs, dict(sorted(groups.items())), notes, flips)
 
 
 # ---- rendering -------------------------------------------------------------------------------
-HEADERS = ("#", "system", "run", "value", "95% CI", "scored/judged", "failed", "tokens/q (reader)",
-           "memory tokens/q", "cost/q")  # fmt: skip
+HEADERS = ("#", "system", "run", "value", "95% CI", "failures as wrong (n)", "scored/judged", "failed",
+           "tokens/q (reader)", "memory tokens/q", "cost/q", "tokens/correct", "cost/correct")  # fmt: skip
 
 
 def _f(v: float | None, digits: int = 3) -> str:
@@ -149,9 +179,11 @@ def _cells(rank: int | None, e: Entry) -> tuple[str, ...]:
     tokens = None if e.prompt_tokens is None else e.prompt_tokens + (e.completion_tokens or 0.0)
     ci = "-" if e.ci_low is None else f"[{_f(e.ci_low)}, {_f(e.ci_high)}] {e.ci_method or ''}".strip()
     cost = "-" if e.cost_per_question is None else f"${e.cost_per_question:.5f}"
+    cost_correct = "-" if e.usd_per_correct is None else f"${e.usd_per_correct:.5f}"
     return (
-        "-" if rank is None else str(rank), e.system, e.run, _f(e.value), ci, f"{e.n_scored}/{e.n_judgments}",
-        str(e.n_failed), _f(tokens, 0), _f(e.memory_tokens_per_question, 0), cost,
+        "-" if rank is None else str(rank), e.system, e.run, _f(e.value), ci, f"{_f(e.bound)} ({e.n_bound})",
+        f"{e.n_scored}/{e.n_judgments}", str(e.n_failed), _f(tokens, 0), _f(e.memory_tokens_per_question, 0), cost,
+        _f(e.tokens_per_correct, 0), cost_correct,
     )  # fmt: skip
 
 
@@ -171,6 +203,7 @@ def text_report(board: Leaderboard) -> str:
         widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
         lines += ["", group_title(key)]
         lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+        lines += [f"  failure rates change the order: {line}" for line in board.reversals.get(key, [])]
     if board.notes:
         lines += ["", *(f"note: {n}" for n in board.notes)]
     return "\n".join(lines)
@@ -183,7 +216,9 @@ def render_html(board: Leaderboard) -> str:
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f3f3f3}</style></head><body>",
         "<h1>membench leaderboard</h1>",
         "<p>Runs: " + ", ".join(html.escape(str(r)) for r in board.runs) + "</p>",
-        "<p>Systems are ranked only within one dataset, metric, judge and reader.</p>",
+        "<p>Systems are ranked only within one dataset, metric, judge and reader. \"failures as wrong (n)\": the "
+        "value with the n unscored questions (failed answer or judgment, unparseable verdict, no verdict) counted "
+        "wrong.</p>",
     ]
     for n in board.notes:
         parts.append(f"<p><b>Note:</b> {html.escape(n)}</p>")
@@ -194,6 +229,8 @@ def render_html(board: Leaderboard) -> str:
         for rank, e in _ranked(entries):
             parts.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _cells(rank, e)) + "</tr>")
         parts.append("</table>")
+        flips = board.reversals.get(key, [])
+        parts += [f"<p><b>Failure rates change the order:</b> {html.escape(line)}</p>" for line in flips]
     parts.append("</body></html>")
     return "\n".join(parts)
 

@@ -19,6 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from pipeline.core.units import base_system
 from pipeline.metrics.retrieval import metric_column
 from pipeline.report.glossary import reader_display
 
@@ -102,8 +103,9 @@ def accuracy_by_type(rows: Sequence[Row], title: str) -> str:
 
 @styled
 def context_figure(rows: Sequence[Row], title: str) -> Figure:
-    """One point per system/reader: mean context tokens (x) vs the metric (y) with Wilson bars;
-    each point labelled with its system, labels moved apart until none overlaps another."""
+    """One point per system/reader (and per retrieval cut-off ``<system>@<c>``): mean context tokens (x)
+    vs the metric (y) with its 95 % interval; the cut-offs of one system joined by a grey line (its
+    budget curve); each point labelled with its system, labels moved apart until none overlaps another."""
     fig, ax = plt.subplots(figsize=(7.0, 4.4))
     labels = []
     for r in rows:
@@ -113,6 +115,8 @@ def context_figure(rows: Sequence[Row], title: str) -> Figure:
         below, above = _yerr(r)
         ax.errorbar([x], [y], yerr=[[below], [above]], fmt="o", capsize=3, label=series_label(r))
         labels.append(ax.annotate(r["system"], (x, y), textcoords="offset points", xytext=(6, 4)))
+    for curve in budget_curves(rows):  # a system read at several depths: its points joined, by context size
+        ax.plot([x for x, _ in curve], [y for _, y in curve], color="0.55", linewidth=1, zorder=0)
     ax.set_xscale("symlog", linthresh=100)
     ax.set_xlabel("mean context tokens per question (regex_word_punct)")
     ax.set_ylabel("value (error bars: 95 % interval)")
@@ -122,6 +126,17 @@ def context_figure(rows: Sequence[Row], title: str) -> Figure:
     ax.grid(alpha=0.3)
     spread_labels(fig, labels)
     return fig
+
+
+def budget_curves(rows: Sequence[Row]) -> list[list[tuple[float, float]]]:
+    """(context tokens, value) points of each (system, reader) read at more than one depth (the system
+    and its cut-offs ``<system>@<c>``), ordered by context size: one curve each."""
+    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for r in rows:
+        x, y = r.get("mean_context_tokens"), r.get("headline_value")
+        if x is not None and y is not None:
+            groups.setdefault((base_system(r["system"]), r["reader"]), []).append((float(x), float(y)))
+    return [sorted(points) for _, points in sorted(groups.items()) if len(points) > 1]
 
 
 def spread_labels(fig: Figure, labels: Sequence[Any], max_rounds: int = 50) -> None:

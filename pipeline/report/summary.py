@@ -17,10 +17,12 @@ from pipeline.store.results import ResultStore
 
 HEADLINE_SQL = """
 SELECT dataset, system, reader, reader_label, metric, headline_value, aggregate, ci_low, ci_high,
-       n_scored, n_failed_answer, n_failed_judgment, n_invalid, n_excluded, n_missing
+       n_scored, n_failed_answer, n_failed_judgment, n_invalid, n_excluded, n_missing,
+       failures_as_wrong, n_failures_as_wrong
 FROM accuracy_report ORDER BY dataset, metric, reader, headline_value DESC NULLS LAST, system
 """
-HEADERS = ("dataset", "system", "reader", "metric", "value [95% CI]", "scored", "failed a/j", "invalid", "excl", "miss")
+HEADERS = ("dataset", "system", "reader", "metric", "value [95% CI]", "failures as wrong (n)", "scored", "failed a/j",
+           "invalid", "excl", "miss")
 
 
 def _fmt(v: float | None) -> str:
@@ -33,7 +35,8 @@ def _line(r: dict[str, Any]) -> tuple[str, ...]:
         value += f" [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
     return (
         r["dataset"], r["system"], reader_display(r["reader"], r["reader_label"]), r["metric"], value,
-        str(r["n_scored"]), f"{r['n_failed_answer']}/{r['n_failed_judgment']}", str(r["n_invalid"]),
+        f"{_fmt(r['failures_as_wrong'])} ({r['n_failures_as_wrong']})", str(r["n_scored"]),
+        f"{r['n_failed_answer']}/{r['n_failed_judgment']}", str(r["n_invalid"]),
         str(r["n_excluded"]), str(r["n_missing"]),
     )  # fmt: skip
 
@@ -73,6 +76,9 @@ def summarize_for_cli(results_dir: str | Path) -> str:
     if not rows:
         out.append("no judgments yet: run the full_benchmark job (progress: SELECT * FROM progress_summary)")
         return "\n".join(out)
-    out.append("headline (accuracy_report; failures are counted apart, never as wrong):")
+    out.append(
+        "headline (accuracy_report; failures are counted apart, never scored; 'failures as wrong' is the lower "
+        "bound with every unscored question counted wrong, n of them in brackets):"
+    )
     out.append(text_table(HEADERS, [_line(r) for r in rows]))
     return "\n".join(out)

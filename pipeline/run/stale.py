@@ -17,7 +17,7 @@ from typing import Any
 from pipeline.config.model import BenchmarkConfig
 from pipeline.core.partitions import dataset_of
 from pipeline.core.status import STATUS_FAILED
-from pipeline.core.units import system_of
+from pipeline.core.units import cutoff_unit, system_of
 from pipeline.run.status_index import StageIndex
 from pipeline.store.results import STAGE_TABLES, ResultStore
 
@@ -29,8 +29,9 @@ def row_system(unit: str, stage: str) -> str | None:
 
 
 def configured_systems(cfg: BenchmarkConfig, dataset: str) -> set[str]:
-    """Names of the memory systems ``cfg`` runs on ``dataset``."""
-    return {s.name for s in cfg.memory_systems if s.applies_to(dataset)}
+    """Names of the memory systems ``cfg`` runs on ``dataset`` (their cut-off units ``<system>@<c>`` too)."""
+    systems = [s for s in cfg.memory_systems if s.applies_to(dataset)]
+    return {s.name for s in systems} | {cutoff_unit(s.name, c) for s in systems for c in s.cutoffs}
 
 
 def stale_systems(rows: Iterable[Mapping[str, Any]], configured: set[str], stage: str) -> list[str]:

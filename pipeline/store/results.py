@@ -67,6 +67,8 @@ TABLE_GLOBS: dict[str, str] = {
     "llm_calls": "llm_calls/*.parquet",
     "run_manifest": "manifest/run_manifest.parquet",  # pipeline/provenance/manifest.py
     "integrity_flags": "manifest/integrity_flags.parquet",
+    "judge_probes": "judge_probes/*.parquet",  # membench judge-probe (pipeline/judges/probe_run.py)
+    "isolation_checks": "integrity/isolation/*.parquet",  # membench check-isolation (pipeline/memory/isolation.py)
 }
 
 # per-question stages (partitioned assets): their files share the status columns

@@ -226,8 +226,9 @@ def test_html_report(materialized: ResultStore) -> None:
         checker.feed(path.read_text())
         assert checker.errors == [] and checker.stack == [], path
         images += checker.images
-    # lme and mc: by-type + vs-context plots; lme and loco: a recall@k plot
-    assert len(images) == 6
+    # lme and mc: by-type + vs-context plots; lme and loco: a recall@k plot; the overview's first screen:
+    # the vs-context plots of lme and mc again
+    assert len(images) == 8
     for src in images:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"

@@ -33,6 +33,7 @@ from pipeline.llm.cache import ResponseCache
 from pipeline.llm.client import OpenAIChatClient
 from pipeline.llm.fake_server import FakeOpenAIServer, Fault
 from tests.support.judges import lme, locomo
+from tests.support.llm import JUDGE_MODEL
 
 pytest_plugins = ["tests.support.llm"]  # fixtures: server (fake OpenAI server), llm (OpenAIChatClient on it)
 
@@ -290,9 +291,11 @@ def test_mem0_judge_request_is_mem0s(llm: OpenAIChatClient, server: FakeOpenAISe
     server.add_rule("Generated answer: adoption agencies", '{"label": "CORRECT"}')
     inp = JudgeInput(locomo("4", "Adoption agencies"), "adoption agencies")
     verdict = mem0_locomo_judge(inp, JudgeContext(llm=llm))
-    assert verdict.correct is True and verdict.details["judge_model"] == "gpt-4o-mini"
+    # the configured judge model is asked (the client's here); mem0's own is recorded as the protocol's
+    assert verdict.correct is True and verdict.details["judge_model"] == JUDGE_MODEL
+    assert verdict.details["official_judge_model"] == "gpt-4o-mini"
     [body] = server.requests
-    assert body["model"] == "gpt-4o-mini" and body["temperature"] == 0.0
+    assert body["model"] == JUDGE_MODEL and body["temperature"] == 0.0
     assert body["response_format"] == {"type": "json_object"}
     assert body["messages"] == [
         {
@@ -315,7 +318,9 @@ def test_mem0_judge_request_is_mem0s(llm: OpenAIChatClient, server: FakeOpenAISe
         ('{"label": "correct"}', False, None),  # mem0: any label but "CORRECT" is 0; strict: not a verdict
         ('{"label": "PARTIALLY CORRECT"}', False, None),
         ("CORRECT", None, None),  # not JSON: mem0's script would crash -> unparseable
-        ('Reasoning first. {"label": "CORRECT"}', None, None),  # extract_json finds no code block
+        # mem0's final extract_json reads from the first "{" to the last "}" (the pinned one crashed:
+        # tests/judges/test_mem0_reading.py)
+        ('Reasoning first. {"label": "CORRECT"}', True, True),
         ('{"verdict": "CORRECT"}', None, None),
     ],
 )

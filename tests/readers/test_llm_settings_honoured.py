@@ -88,6 +88,9 @@ def test_check_config_names_what_a_protocol_fixes(tmp_path: Path) -> None:
         "llm.max_tokens: 64 is not used for them",
         "  default judge lme_official_llm_judge: judge calls send temperature=0.0 (LongMemEval's evaluate_qa.py); "
         "llm.temperature: 0.3 is not used for them",
+        "judge models (each asks the configured one):",
+        "  default judge lme_official_llm_judge: judge calls ask local-model (llm.model); the published protocol "
+        "judged with gpt-4o-2024-08-06",
     ]
 
 

@@ -90,3 +90,20 @@ def test_cli_prints_and_writes_the_page(runs: tuple[Path, Path], tmp_path: Path,
     assert "<h2>mc | metric mc_accuracy | judge mc | reader offline</h2>" in page.read_text()
     assert main(["leaderboard", str(tmp_path / "nowhere")]) == 2
     assert "no such results folder" in capsys.readouterr().err
+
+
+def test_failures_as_wrong_beside_each_headline_and_reversals(runs: tuple[Path, Path]) -> None:
+    board = build([str(p) for p in runs])
+    key = ("mc", "mc_accuracy", "mc", "offline")
+    mc = {(e.system, e.run): e for e in board.groups[key]}
+    # run B's sysA: 3 of 3 scored right, but 2 of 5 questions failed -> 3/5 once they count as wrong
+    top = mc[("sysA", "run_b")]
+    assert (top.value, top.bound, top.n_bound) == (1.0, 0.6, 2)
+    assert (mc[("sysB", "run_a")].bound, mc[("sysB", "run_a")].n_bound) == (0.8, 0)
+    # sysA (run_b) above both sysB rows by its headline, below them by its bound; run_a's sysA (2/3, bound 2/5)
+    # is below the sysB rows both ways
+    flips = board.reversals[key]
+    assert len(flips) == 2 and all(line.startswith("sysA (run_b) ranks above sysB") for line in flips)
+    text = text_report(board)
+    assert "failure rates change the order: sysA (run_b) ranks above sysB (run_a)" in text
+    assert "0.600 (2)" in text

@@ -174,6 +174,12 @@ class McpMemory:
             weakref.finalize(self, self.client.close)
         return self.client
 
+    def close(self) -> None:
+        """Stop the server now (a run leaves it to the finalizer; a check that builds memories of its
+        own, pipeline/memory/isolation.py, stops them before it removes their folder)."""
+        if self.client is not None:
+            self.client.close()
+
     # ---- ingestion ----------------------------------------------------------------------------
     def ingest_session(self, haystack_id: str, session: HaystackSession) -> list[MemoryUnit]:
         first = self.first_session
