@@ -26,6 +26,7 @@ from assets.layout import (
     run_tags,
     run_worker_pid,
 )
+from assets.run_console import HELD_MARK, refused
 from assets.run_gate import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
 from pipeline.config.model import BenchmarkConfig
 from pipeline.util.filelock import file_lock
@@ -75,7 +76,7 @@ def holding_run(
 
 def refusal(config: str, holder: dg.DagsterRun) -> str:
     return (
-        f"config {config!r} is held by run {holder.run_id} (pid {holder.tags.get(TAG_PID)}, "
+        f"config {config!r} {HELD_MARK} {holder.run_id} (pid {holder.tags.get(TAG_PID)}, "
         f"{holder.job_name}) over the same questions: wait for it to finish, or cancel it, then run again"
     )
 
@@ -107,7 +108,7 @@ def refuse_colliding_run(context: dg.AssetExecutionContext, cfg: BenchmarkConfig
 
     holder = holding_run(context.instance, context.run, cfg.config_name, key_order, str(run_worker_pid()))
     if holder is not None:
-        raise dg.Failure(refusal(cfg.config_name, holder))
+        raise refused(refusal(cfg.config_name, holder))
 
 
 def live_run_of(config: str) -> str | None:

@@ -30,7 +30,8 @@ from pipeline.config.printed_commands import config_selection
 
 MARK = "questions of this run failed"
 DATASETS_MARK = "The run fails because a dataset failed to load"
-MARKS = (MARK, DATASETS_MARK)  # the deliberate failures, whose console lines lose their stack trace
+HELD_MARK = "is held by run"  # a run refused because another live run holds its questions (assets/run_claim.py)
+MARKS = (MARK, DATASETS_MARK, HELD_MARK)  # the deliberate failures, whose console lines lose their stack trace
 TRACE = "\n\nStack Trace:\n"
 RESET = "\x1b[0m"
 
@@ -55,6 +56,13 @@ def datasets_failed(summary: str, details: Sequence[str], metadata: dict[str, in
         "The failed questions are recorded with their errors (`membench failed`) and are retried by the next run.",
         metadata=metadata,
     )
+
+
+def refused(message: str) -> dg.Failure:
+    """The failure of a run's first step refused by a colliding run: a fact to act on, no bug, so its
+    console lines carry no stack trace (it printed 22 frames of Dagster's)."""
+    _quiet_console()
+    return dg.Failure(message)
 
 
 class _NoTraceForFailedQuestions:
