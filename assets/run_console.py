@@ -7,16 +7,19 @@ Dagster's console logger prints every step failure with its stack trace, and the
 with the same trace again: ~40 lines of Dagster frames for a failure that is no bug. Under
 ``dagster job execute`` (and ``dagster asset materialize``, ``dg launch``):
 
-- the console lines of that deliberate failure keep their message and lose the trace (the
-  run's event log, which the UI shows, keeps everything; any other error keeps its trace);
-- the run's summary line and the command that lists the failed questions are printed at process
-  exit, after Dagster's ``Error: Run ... resulted in failure.``, so they are the last lines read.
+- the console lines of that deliberate failure, and of a dataset that failed to load (a bad input
+  file), keep their message and lose the trace (the run's event log, which the UI shows, keeps
+  everything; any other error keeps its trace);
+- the run's summary line, one line per failed dataset and per stage that failed questions of its
+  own (the reason), and the command that lists the failed questions are printed at process exit,
+  after Dagster's ``Error: Run ... resulted in failure.``, so they are the last lines read.
 """
 
 from __future__ import annotations
 
 import atexit
 import sys
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 import dagster as dg
@@ -26,6 +29,9 @@ from pipeline.config.model import config_path_from_env
 from pipeline.config.printed_commands import config_selection
 
 MARK = "questions of this run failed"
+DATASETS_MARK = "The run fails because a dataset failed to load"
+HELD_MARK = "is held by run"  # a run refused because another live run holds its questions (assets/run_claim.py)
+MARKS = (MARK, DATASETS_MARK, HELD_MARK)  # the deliberate failures, whose console lines lose their stack trace
 TRACE = "\n\nStack Trace:\n"
 RESET = "\x1b[0m"
 
@@ -41,6 +47,24 @@ def questions_failed(stage: str, n_keys: int, failed: list[tuple[str, str]]) -> 
     )
 
 
+def datasets_failed(summary: str, details: Sequence[str], metadata: dict[str, int]) -> dg.Failure:
+    """The failure of the run's last step when a dataset of the run failed to load: a bad input file,
+    no bug, so its console lines carry no stack trace either."""
+    _quiet_console()
+    return dg.Failure(
+        f"{summary}. {DATASETS_MARK} (not this step; its report was written): {'; '.join(details)}. "
+        "The failed questions are recorded with their errors (`membench failed`) and are retried by the next run.",
+        metadata=metadata,
+    )
+
+
+def refused(message: str) -> dg.Failure:
+    """The failure of a run's first step refused by a colliding run: a fact to act on, no bug, so its
+    console lines carry no stack trace (it printed 22 frames of Dagster's)."""
+    _quiet_console()
+    return dg.Failure(message)
+
+
 class _NoTraceForFailedQuestions:
     """sys.stderr, except that a console line of the failed-questions failure loses its stack trace.
 
@@ -51,7 +75,7 @@ class _NoTraceForFailedQuestions:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        if MARK in text and TRACE in text:
+        if TRACE in text and any(mark in text for mark in MARKS):
             head, _, tail = text.partition(TRACE)
             text = head.rstrip("\n") + (RESET if RESET in tail else "") + "\n"  # a coloured line stays closed
         return self._stream.write(text)
@@ -65,13 +89,14 @@ def _quiet_console() -> None:
         sys.stderr = _NoTraceForFailedQuestions(sys.stderr)
 
 
-def say_at_exit(summary: str, report: str | None) -> None:
-    """Under ``dagster job execute`` (and its siblings): print the summary and what to do next when
-    the process exits, after Dagster's ``Error: Run ... resulted in failure.``."""
+def say_at_exit(summary: str, report: str | None, details: Sequence[str] = ()) -> None:
+    """Under ``dagster job execute`` (and its siblings): print the summary, why (``details``: one line
+    per failed dataset and per stage with failures of its own) and what to do next when the process
+    exits, after Dagster's ``Error: Run ... resulted in failure.``."""
     if not in_dagster_run_command():
         return
     select = config_selection(config_path_from_env())
-    lines = ["", summary]
+    lines = ["", summary, *details]
     if report:
         lines.append(f"Report (failed questions reported apart): {report}")
     lines.append(

@@ -4,23 +4,27 @@ Why at the run's last step and not in each stage: a stage that raises stops ever
 the run, so one failed answer would leave 499 good answers unjudged. Stages record failures and go
 on; the last step of the run (whichever asset the run selected comes last in pipeline order) reads
 the run's questions back from the ``progress`` view, refreshes report.html when the run did not
-include the report asset, and logs one line with the failed questions per stage (printed last in
-the terminal, assets/run_console.py). The run fails through each stage's ``no_failed_units``
-check step when questions failed (assets/question_assets.py); this step fails it only when a
-dataset of the run failed to load. A failed run is what makes Dagster show exactly the failed
-partitions as Failed (assets/partition_status.py), and ``dagster job execute`` exit non-zero.
+include the report asset, and logs one line with the failed questions per stage, then why: one
+line per failed dataset and per stage that failed questions for a reason of its own (its stop, or
+its first error not copied from upstream), printed last in the terminal (assets/run_console.py).
+The run fails through each stage's ``no_failed_units`` check step when questions failed
+(assets/question_assets.py); this step fails it only when a dataset of the run failed to load.
+A failed run is what makes Dagster show exactly the failed partitions as Failed
+(assets/partition_status.py), and ``dagster job execute`` exit non-zero.
 """
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
 import pyarrow.parquet as pq
 
 from assets.layout import PIPELINE_ORDER, REPORTS, STAGES, step_of
-from assets.run_console import say_at_exit
+from assets.run_console import datasets_failed, say_at_exit
 from pipeline.core.partitions import dataset_of
 from pipeline.datasets.convert import dataset_failure_path
+from pipeline.llm.protocol import DERIVED_ERROR_PATTERN, NOT_ATTEMPTED
 from pipeline.provenance.manifest import write_manifest
 from pipeline.report.refresh import refresh_report_files
 from pipeline.store.results import ResultStore
@@ -30,12 +34,26 @@ PARTITION_TAG = "dagster/partition"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
 
+# per stage: failed questions of the run; the first stop reason ("not attempted: <stage> stopped ...")
+# and the first error of a unit's own (not copied from upstream), both outside the failed datasets
 FAILED_SQL = """
-SELECT stage, count(*) AS n, min(errors) AS example
+SELECT stage, count(*) AS n, min(errors) AS example,
+       min(errors) FILTER (WHERE starts_with(errors, $stop) AND dataset NOT IN (SELECT unnest($bad))) AS stop,
+       min(errors) FILTER (WHERE NOT regexp_matches(errors, $derived) AND dataset NOT IN (SELECT unnest($bad))) AS own
 FROM progress
 WHERE status = 'failed' AND stage IN (SELECT unnest($stages)) AND partition_key IN (SELECT unnest($keys))
 GROUP BY stage
 """
+REASON_CHARS = 300  # an error in the run's summary is cut here (the run log and `membench failed` keep it whole)
+
+
+@dataclass(frozen=True)
+class StageFailures:
+    """A stage's failed questions in this run, with one example error and the reason to show (if any)."""
+
+    n: int
+    example: str
+    reason: str | None  # its stop reason, else its first error of its own; None: all copied from upstream
 
 
 def _run_steps(context: dg.AssetExecutionContext) -> set[str]:
@@ -65,28 +83,54 @@ def run_partition_keys(
     return []
 
 
-def failed_by_stage(store: ResultStore, stages: Sequence[str], keys: Sequence[str]) -> dict[str, tuple[int, str]]:
-    """stage -> (failed questions among ``keys``, one example error), from the progress view."""
+def failed_by_stage(
+    store: ResultStore, stages: Sequence[str], keys: Sequence[str], bad_datasets: Sequence[str] = ()
+) -> dict[str, StageFailures]:
+    """stage -> its failed questions among ``keys``, from the progress view.
+
+    The reason skips questions of ``bad_datasets`` (their dataset's line says why) and errors copied
+    from an upstream stage (that stage's line says why).
+    """
     if not stages or not keys:
         return {}
-    # the catalog as last rebuilt: this step refreshed it after its writes (views read the files at query time)
+    # the catalog as last rebuilt: this step refreshed it after its writes
     with store.reader(as_written=True) as con:
         if "progress" not in {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}:
             return {}
-        rows = con.execute(FAILED_SQL, {"stages": list(stages), "keys": list(keys)}).fetchall()
-    return {stage: (int(n), str(example or "")[:300]) for stage, n, example in rows}
+        params = {"stages": list(stages), "keys": list(keys), "bad": list(bad_datasets), "stop": NOT_ATTEMPTED,
+                  "derived": DERIVED_ERROR_PATTERN}  # fmt: skip
+        rows = con.execute(FAILED_SQL, params).fetchall()
+    out = {}
+    for stage, n, example, stop, own in rows:
+        reason = stop.removeprefix(NOT_ATTEMPTED) if stop else own
+        out[stage] = StageFailures(int(n), str(example or "")[:REASON_CHARS], _short(reason) if reason else None)
+    return out
 
 
-def summary_line(n_keys: int, stages: Sequence[str], failed: dict[str, tuple[int, str]]) -> str:
+def _short(text: str) -> str:
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
+
+
+def summary_line(n_keys: int, stages: Sequence[str], failed: dict[str, StageFailures]) -> str:
     """``run: 70 questions; failed questions per stage: ingestion 0, ..., judgments 3``."""
-    counts = ", ".join(f"{s} {failed.get(s, (0, ''))[0]}" for s in stages)
+    counts = ", ".join(f"{s} {failed[s].n if s in failed else 0}" for s in stages)
     return f"run: {n_keys} questions; failed questions per stage: {counts or 'no per-question stage'}"
+
+
+def reason_lines(stages: Sequence[str], failed: dict[str, StageFailures]) -> list[str]:
+    """One line per stage that failed questions for a reason of its own: ``answers: <why>``."""
+    out = []
+    for stage in stages:
+        reason = failed[stage].reason if stage in failed else None
+        if reason:
+            out.append(reason if reason.startswith(f"{stage} ") else f"{stage}: {reason}")
+    return out
 
 
 def failed_datasets(
     store: ResultStore, datasets: Sequence[str], keys: Sequence[str], partitions_def: dg.PartitionsDefinition
-) -> list[str]:
-    """``dataset <name> failed to load (...): <error>`` for each dataset of the run whose file failed.
+) -> dict[str, str]:
+    """name -> ``dataset <name> failed to load (...): <error>`` for each dataset of the run whose file failed.
 
     A dataset is in the run when one of its questions is, or when the run covers every question
     (a file that vanished after the definitions loaded has no question the run could name). Why:
@@ -95,14 +139,14 @@ def failed_datasets(
     """
     covered = {dataset_of(k) for k in keys}
     whole = bool(keys) and len(keys) == len(partitions_def.get_partition_keys())
-    out = []
+    out = {}
     for name in datasets:
         path = dataset_failure_path(store, name)
         if (name in covered or whole) and path.exists():
             rows = pq.read_table(path, columns=["message", "kept_earlier_tables"]).to_pylist()
             row = rows[0] if rows else {"message": str(path), "kept_earlier_tables": False}
             kept = "its earlier tables were used" if row["kept_earlier_tables"] else "no earlier tables"
-            out.append(f"dataset {name} failed to load ({kept}): {str(row['message'])[:300]}")
+            out[name] = f"dataset {name} failed to load ({kept}): {_short(str(row['message']))}"
     return out
 
 
@@ -136,21 +180,16 @@ def finish_run(
                 context.log.error(f"report refresh failed ({type(exc).__name__}: {exc}); results are intact")
     stages = [s for s in STAGES if s in steps]
     keys = run_partition_keys(context, partitions_def)
-    failed = failed_by_stage(store, stages, keys)
-    line = summary_line(len(keys), stages, failed)
     bad_datasets = failed_datasets(store, datasets, keys, partitions_def)
+    failed = failed_by_stage(store, stages, keys, list(bad_datasets))
+    line = summary_line(len(keys), stages, failed)
+    details = [*bad_datasets.values(), *reason_lines(stages, failed)]
     report = str(store.root / "report.html") if (store.root / "report.html").exists() else None
     if bad_datasets:  # no question of such a dataset may be known: this step fails the run
-        examples = "; ".join([*bad_datasets, *(f"{s}: {ex}" for s, (n, ex) in failed.items() if n)])
-        say_at_exit(line, report)
-        raise dg.Failure(
-            f"{line}. The run fails because a dataset failed to load, not this step (its report was written). "
-            f"Examples: {examples}. The failed questions are recorded with their errors "
-            "(`membench failed`) and are retried by the next run.",
-            metadata={f"failed_{s}": failed.get(s, (0, ""))[0] for s in stages},
-        )
-    if any(n for n, _ in failed.values()):  # each stage's no_failed_units check step fails the run
-        say_at_exit(line, report)
-        context.log.warning(line)
+        say_at_exit(line, report, details)
+        raise datasets_failed(line, details, {f"failed_{s}": failed[s].n if s in failed else 0 for s in stages})
+    if any(f.n for f in failed.values()):  # each stage's no_failed_units check step fails the run
+        say_at_exit(line, report, details)
+        context.log.warning("\n".join([line, *details]))
         return
     context.log.info(line)

@@ -3,12 +3,15 @@
 Two LongMemEval-format datasets of the bundled oracle sample (16 questions), the ``full_context``
 memory, an LLM reader whose ``llm:`` block sets only ``base_url`` and ``model`` (so ``max_retries``
 5, ``max_concurrency`` 4, ``timeout_s`` 60, ``connect_timeout_s`` 5, ``unreachable_retries`` 2,
-``stop_after_unreachable`` 5 are the shipped defaults) and the offline ``lme_contains_normalized``
+``probe_after_s`` 10, ``stop_after_unreachable`` 5 are the shipped defaults) and the offline ``lme_contains_normalized``
 judge. The real ``full_benchmark`` job runs in-process against:
 
 - refused: a port nothing listens on (connection refused at once);
 - black-holed: a listening socket whose accept queue (backlog 0) is already full, so the kernel
-  drops every new SYN and a connection attempt hangs until the client gives up.
+  drops every new SYN and a connection attempt hangs until the client gives up;
+- hanging: a listening socket that never accepts, with room in its queue: the kernel completes
+  every connection and takes the request, and nothing ever answers (a wedged server); cut by the
+  client's probe (``probe_after_s`` 10, pipeline/llm/hang.py), not by the 60 s reply timeout.
 
 It prints, per case, the answers stage's own seconds (its ``seconds`` metadata, from its first
 pending question to the stop), how many questions were tried and how many were not attempted,
@@ -64,6 +67,17 @@ def black_holed() -> Iterator[str]:
         srv.close()
 
 
+@contextmanager
+def hanging() -> Iterator[str]:
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(128)  # never accepted: connections complete in the kernel, requests are never read
+    try:
+        yield f"http://127.0.0.1:{srv.getsockname()[1]}/v1"
+    finally:
+        srv.close()
+
+
 def _config(folder: Path, base_url: str) -> Path:
     cfg = {
         "name": "dead_endpoint",
@@ -116,6 +130,7 @@ def main() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     measure("refused", refused())
     measure("black-holed", black_holed())
+    measure("hanging", hanging())
 
 
 if __name__ == "__main__":

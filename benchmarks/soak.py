@@ -26,8 +26,21 @@ faults stop and the job reruns until nothing is left missing, and the generation
 - partition-status mismatches: Dagster partition status vs ``progress``, every stage;
 - runs left STARTED / NOT_STARTED / STARTING after the final run.
 
+Each generation also starts with a hanging endpoint on a fresh Dagster home. The home is new and
+empty of storage, prepared by the set-up's own script (scripts/dagster_home.sh: storage created
+before any run) in odd generations and left bare (dagster.yaml only) in even ones; the
+generation's first run starts together with a second process that opens the same instance (as
+``dagster dev`` or a second run would). In that run the fake server stops answering anything,
+chat requests and the client's probes alike (``hang_everything``: it accepts connections, never
+answers), from the k-th reader request (k uniform in 1..8) until the run ends; the run must end on
+its own, its answers recorded failed, and the final reruns must fill them. After the generation:
+
+- fresh homes broken: a SQLite file of the home with other than one schema revision;
+- runs on a hanging endpoint that did not end (by ``--trial-timeout``).
+
 All must be 0. Each trial prints the stage the kill landed in, the requests seen so far and the
-outcome; the end prints kills per stage and the five figures summed over the generations.
+outcome; each hanging run the requests it held, how long the run took after the hang and how it
+ended; the end prints kills per stage and the figures summed over the generations.
 
     nice -n 5 .venv/bin/python benchmarks/soak.py --trials 30
 """
@@ -62,6 +75,7 @@ from soak_counts import (  # noqa: E402 (benchmarks/soak_counts.py)
     TARGETS,
     WEIGHTS,
     Request,
+    broken_files,
     delivered_uncached,
     in_flight_at,
     passed,
@@ -76,6 +90,7 @@ from soak_counts import (  # noqa: E402 (benchmarks/soak_counts.py)
 
 from pipeline.llm.cache import cache_key  # noqa: E402
 from pipeline.llm.fake_server import FakeOpenAIServer, Fault, Rule  # noqa: E402
+from resources.instance_home import schema_revisions  # noqa: E402
 
 SAMPLE = ROOT / "pipeline/sample_data/longmemeval_oracle_sample.json"
 PREFIX = "soak"
@@ -83,6 +98,8 @@ JUDGE_MATCH = "Answer yes or no only."  # in every LongMemEval judge prompt
 BAD_INDEX = 2  # the record of the second dataset that loses its question
 FILE_STAGES = {"memory": "ingestion", "retrieval": "retrievals"}  # per-question files under parquet/
 LINE_KILLS = {"canonical": 4, "embeddings": 3, "report": 4}  # kill after line k, k uniform in 1..this
+HANG_FROM = 8  # the endpoint hangs from the k-th reader request of a generation's first run, k in 1..this
+OPEN_INSTANCE = "import dagster; dagster.DagsterInstance.get().get_runs(limit=1)"  # the second process
 _CACHE_FIELDS = {"model", "messages", "stream", "n"}
 
 
@@ -181,7 +198,9 @@ def _datasets(folder: Path) -> tuple[Path, Path, str]:
 
 def _config(folder: Path, base_url: str) -> tuple[Path, str]:
     good, bad, bad_key = _datasets(folder)
-    llm = {"base_url": base_url, "model": "fake-model", "api_key_env": "MEMBENCH_SOAK_KEY", "timeout_s": 2}
+    # probe_after_s 1: a request hanging past 1 s is probed (the server answers the probe unless it hangs whole)
+    llm = {"base_url": base_url, "model": "fake-model", "api_key_env": "MEMBENCH_SOAK_KEY", "timeout_s": 2,
+           "probe_after_s": 1, "connect_timeout_s": 1}  # fmt: skip
     cfg = {
         "name": PREFIX,
         "results_dir": str(folder / "res"),
@@ -346,7 +365,7 @@ def _trial(env: dict[str, str], plan: Plan, rng: random.Random, server: SoakServ
         try:
             item = lines.get(timeout=0.05)
         except queue.Empty:
-            item = ("", "")
+            item = (0.0, "")
         if item is None:
             ended = True
             break
@@ -354,7 +373,7 @@ def _trial(env: dict[str, str], plan: Plan, rng: random.Random, server: SoakServ
         if trigger.due():
             break
     server.armed = None
-    if ended:
+    if ended and killer.at is None:  # ended by itself (a kill the server fired can end the output first)
         rc = proc.wait()
         return Trial(plan.target, trigger.stage, "ended first", len(server.log) - before, set(), None, "-", rc)
     killer()
@@ -366,6 +385,56 @@ def _trial(env: dict[str, str], plan: Plan, rng: random.Random, server: SoakServ
     status = runs[0].status.value if runs else "no run"
     progress = trigger.detail or f"k={plan.k}"
     return Trial(plan.target, trigger.stage, progress, len(server.log) - before, open_ids, kill_at, status, None)
+
+
+@dataclass(frozen=True)
+class HangRun:
+    """The generation's first run: a fresh home opened by two processes, then an endpoint that hangs."""
+
+    k: int  # the endpoint hung from this reader request on
+    hung: bool  # it did (the run reached the k-th request)
+    held: dict[str, int]  # requests it held unanswered, by path
+    after_s: float | None  # seconds from the hang to the run's end
+    rc: int | None  # the run's exit status (None: killed at the trial timeout)
+    companion_rc: int | None
+
+
+def _hang_run(env: dict[str, str], server: SoakServer, rng: random.Random, log: Path, timeout_s: float) -> HangRun:
+    """The first run on the fresh home, started with a second process opening the instance; the endpoint
+    hangs from the k-th reader request until the run ends on its own."""
+    k = rng.randint(1, HANG_FROM)
+    hung_at: list[float] = []
+
+    def hang() -> None:
+        hung_at.append(time.time())
+        server.hang_everything()
+
+    server.arm("reader", k, "request", hang)
+    companion = subprocess.Popen([sys.executable, "-c", OPEN_INSTANCE], cwd=ROOT, env=env)
+    proc, lines = _start(env, log)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if lines.get(timeout=0.5) is None:
+                break
+        except queue.Empty:
+            continue
+    else:
+        Killer(proc)()
+    rc = proc.wait() if time.monotonic() < deadline else None
+    ended = time.time()
+    server.armed = None
+    server.hang_everything(False)
+    with server.lock:
+        held = dict(server.hung)
+        server.hung.clear()
+    after = ended - hung_at[0] if hung_at else None
+    return HangRun(k, bool(hung_at), held, after, rc, companion.wait(timeout=120))
+
+
+def _broken_home(home: Path) -> list[str]:
+    """The home's SQLite files that do not record exactly one schema revision."""
+    return broken_files({str(db.relative_to(home)): schema_revisions(db) for db in sorted(home.rglob("*.db"))})
 
 
 def _cached(res: Path) -> set[str]:
@@ -429,10 +498,25 @@ def _generation(g: int, targets: list[str], args: argparse.Namespace, server: So
     folder.mkdir(parents=True, exist_ok=True)
     config, bad_key = _config(folder, server.base_url)
     env = dagster_env(folder, config, fresh=True)
+    home = Path(env["DAGSTER_HOME"])
+    set_up = g % 2 == 1  # odd generations: the home as the set-up prepares it; even: bare
+    if set_up:
+        subprocess.run(["bash", str(ROOT / "scripts" / "dagster_home.sh"), str(home)], env=env, check=True,
+                       capture_output=True, timeout=300)  # fmt: skip
     os.environ["DAGSTER_HOME"] = env["DAGSTER_HOME"]
     with server.lock:
         server.log = []
     server.fault_rate = args.fault_rate
+    t0 = time.monotonic()
+    hang = _hang_run(env, server, rng, folder / "runs.log", args.trial_timeout)
+    print(
+        f"gen {g}: {'set-up' if set_up else 'bare'} fresh home opened by two processes at once (second exit "
+        f"{hang.companion_rc}); endpoint hung from reader request {hang.k}: "
+        + (f"held {hang.held}, run ended rc={hang.rc} {hang.after_s:.0f} s after the hang"
+           if hang.hung else f"the run made fewer requests (rc={hang.rc})")
+        + f" ({time.monotonic() - t0:.0f} s)",
+        flush=True,
+    )  # fmt: skip
     trials: list[Trial] = []
     excused: set[int] = set()
     with dg.DagsterInstance.get() as instance:
@@ -462,6 +546,11 @@ def _generation(g: int, targets: list[str], args: argparse.Namespace, server: So
         figures = _checks(folder, config, server, excused, bad_key)
         if figures["rows lost"] == 0:
             break
+    broken = _broken_home(home)
+    figures["fresh homes broken"] = int(bool(broken))
+    figures["runs on a hanging endpoint that did not end"] = int(hang.rc is None)
+    for name in broken:
+        print(f"    broken home file: {name}", flush=True)
     print(f"  gen {g}: final runs exit {rcs}; {len(server.log)} requests; " + ", ".join(
         f"{k} {v}" for k, v in figures.items()), flush=True)  # fmt: skip
     return trials, figures

@@ -126,3 +126,9 @@ def table(rows: Sequence[tuple[str, int]], figures: Mapping[str, int]) -> str:
     lines += ["figures (all must be 0):"]
     lines += [f"  {name:<{width}}  {value}" for name, value in figures.items()]
     return "\n".join(lines)
+
+
+def broken_files(revisions: Mapping[str, Sequence[str] | None]) -> list[str]:
+    """The SQLite files of a Dagster home that do not record exactly one schema revision (file ->
+    its revisions; None: no revision table, a file Dagster did not stamp, left out)."""
+    return sorted(name for name, revs in revisions.items() if revs is not None and len(revs) != 1)

@@ -56,6 +56,13 @@ from dagster._core.events import (
     AssetMaterializationPlannedData as AssetMaterializationPlannedData,  # payload of an asset's planned event
 )
 
+# ---- fresh-home check (resources/instance_home.py) -------------------------------------------------
+# The set-up checks that each SQLite file of a Dagster home records one schema revision, and repairs a
+# file that Dagster's start-up race stamped twice (its head revision and an older one) by keeping the
+# head: the tables were created at the head schema. Dagster has no public API for its schema revision;
+# the check alone needs none, so drop the repair if this name goes.
+from dagster._core.storage.sql import get_alembic_config as get_alembic_config  # Dagster's alembic scripts
+
 __all__ = [
     "ASSET_EVENTS",
     "EVENTS_LOGGED_BY_STEP",
@@ -69,4 +76,5 @@ __all__ = [
     "db_result",
     "event_logs_directory",
     "generate_event_batch_id",
+    "get_alembic_config",
 ]

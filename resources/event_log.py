@@ -26,12 +26,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from dagster import DagsterEventType, EventLogEntry
 from sqlalchemy.pool import NullPool, QueuePool
 
+from pipeline.util.filelock import file_lock
 from resources.dagster_internals import (
     ASSET_EVENTS,
     ConfigurableClassData,
@@ -45,6 +47,7 @@ BATCH_SIZE_ENV = "DAGSTER_EVENT_BATCH_SIZE"
 DEFAULT_BATCH_SIZE = "1000"
 INDEX_SHARD = "index"  # Dagster's name for the cross-run shard (``INDEX_SHARD_NAME``)
 BUSY_TIMEOUT_S = 30  # as Dagster's SQLite storages wait for a lock held by another process
+STORAGE_LOCK = ".storage.lock"  # in the instance's base dir: held while its SQLite files are created
 
 
 def _commit_without_fsync(dbapi_conn: Any, _record: Any) -> None:
@@ -210,14 +213,25 @@ class BatchingSqliteEventLogStorage(SqliteEventLogStorage):
 
 
 class MembenchSqliteStorage(DagsterSqliteStorage):
-    """Dagster's SQLite storage with :class:`BatchingSqliteEventLogStorage` as its event log."""
+    """Dagster's SQLite storage with :class:`BatchingSqliteEventLogStorage` as its event log.
+
+    Built under an exclusive lock on ``<base_dir>/.storage.lock``. Why: Dagster creates each of its
+    SQLite files (``history/runs.db``, the event index, ``schedules/schedules.db``) by looking for
+    its alembic revision and, when there is none, creating the tables and stamping one. Two
+    processes opening a fresh home at once (the first two runs, or ``dagster dev`` and a run) both
+    found none and both stamped: ``runs.db`` with two alembic heads (16 of 20 fresh homes opened by
+    two threads at once), after which every command on that home fails. Under the lock the second
+    finds the first one's revision. The set-up also creates the storage before any run
+    (resources/instance_home.py).
+    """
 
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
-        super().__init__(base_dir, inst_data=inst_data)
-        events_dir = event_logs_directory(base_dir)
-        os.makedirs(events_dir, exist_ok=True)
-        self._event_log_storage.dispose()
-        self._event_log_storage = BatchingSqliteEventLogStorage(events_dir)
+        with file_lock(Path(base_dir) / STORAGE_LOCK):
+            super().__init__(base_dir, inst_data=inst_data)
+            events_dir = event_logs_directory(base_dir)
+            os.makedirs(events_dir, exist_ok=True)
+            self._event_log_storage.dispose()
+            self._event_log_storage = BatchingSqliteEventLogStorage(events_dir)
         os.environ.setdefault(BATCH_SIZE_ENV, DEFAULT_BATCH_SIZE)
 
     @classmethod

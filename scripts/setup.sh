@@ -39,10 +39,8 @@ fi
 [ -x .venv-hindsight/bin/python ] || "$PYTHON" -m venv .venv-hindsight
 .venv-hindsight/bin/python -m pip install --quiet "hindsight-api-slim[embedded-db]==1.1.0"
 
-mkdir -p .dagster_home
-# max_concurrent_runs from $MEMBENCH_MAX_CONCURRENT_RUNS (default 1: runs queue behind each other)
-sed "s/max_concurrent_runs: 1/max_concurrent_runs: ${MEMBENCH_MAX_CONCURRENT_RUNS:-1}/" configs/dagster.yaml \
-  > .dagster_home/dagster.yaml
+# the project-local Dagster home: dagster.yaml, and the instance's storage created before any run
+bash scripts/dagster_home.sh "$ROOT/.dagster_home"
 
 MARK="# >>> membench >>>"
 # the block is rewritten on every run, so a venv made by an older setup gets the current one

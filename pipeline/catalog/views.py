@@ -121,8 +121,8 @@ def keep_user_objects(con: duckdb.DuckDBPyConnection, old_catalog: Path) -> list
         if "lock" in str(exc).lower():
             raise CatalogKept(
                 f"{old_catalog} is open read-write in another process (DuckDB lock); it was not rebuilt so "
-                "that objects created in that session are not lost. The views it holds still read the "
-                "current Parquet files; close that session (or open it with -readonly) to let it refresh."
+                "that objects created in that session are not lost. Its views show the results as of its "
+                "last rebuild; close that session (or open it with -readonly) to let it refresh."
             ) from exc
         raise CatalogKept(f"{old_catalog} cannot be read ({exc}); it was left as it is") from exc
     try:

@@ -73,6 +73,9 @@ def _endpoint(block: str, feeds: tuple[str, ...]) -> dict[str, FieldRule]:
         f"{block}.connect_timeout_s": FieldRule(OPERATIONAL, _TIMING),
         f"{block}.max_retries": FieldRule(OPERATIONAL, _TIMING),
         f"{block}.unreachable_retries": FieldRule(OPERATIONAL, _TIMING),
+        f"{block}.probe_after_s": FieldRule(
+            OPERATIONAL, "when a silent request is joined by a probe of the endpoint; a reply is the same"
+        ),
         f"{block}.max_concurrency": FieldRule(OPERATIONAL, _RATE),
         f"{block}.requests_per_minute": FieldRule(OPERATIONAL, _RATE),
         f"{block}.tokens_per_minute": FieldRule(OPERATIONAL, _RATE),

@@ -96,6 +96,9 @@ class LLMConfig(_Strict):
     max_retries: int = 5
     # retries of a connection error / timeout while the endpoint has not answered since (429/5xx: max_retries)
     unreachable_retries: int = Field(default=2, ge=0)
+    # no reply this long: probe the endpoint (GET /models, within connect_timeout_s); no answer = it hangs
+    # (pipeline/llm/hang.py); null: wait for timeout_s (a server that answers nothing while it generates)
+    probe_after_s: float | None = Field(default=10.0, gt=0)
     max_concurrency: int = 4
     requests_per_minute: float | None = Field(default=None, gt=0)  # provider quota; None = no limit
     tokens_per_minute: float | None = Field(default=None, gt=0)  # provider quota; None = no limit

@@ -46,6 +46,8 @@ from pipeline.kinds.plugins import (
     lookup,
     require_class,
 )
+from pipeline.llm.keys import needs_key
+from pipeline.llm.protocol import safe_url
 from pipeline.memory.params import MemoryConfigError
 from pipeline.readers.base import ReaderConfigError
 from pipeline.util.registry import Registry, RegistryError
@@ -277,6 +279,7 @@ def check_config(cfg: BenchmarkConfig) -> ResolvedConfig:
             raise ConfigError(f"{source}: {entry_label('datasets', i, ds.name)}: path: {problem}")
     res = resolve_config(cfg)
     specs: tuple[ComponentSpec[Any], ...] = (*res.memory_systems, *res.readers, *res.judges)
+    users: dict[str, str] = {}  # block ("llm" / "judge_llm") -> the first entry that calls its endpoint
     for spec in specs:
         if not _needs_llm(spec):
             continue
@@ -286,7 +289,43 @@ def check_config(cfg: BenchmarkConfig) -> ResolvedConfig:
             raise ComponentError(
                 f"{source}: {spec.where}: kind: {spec.kind!r} needs an LLM but the config has no {block} block"
             )
+        users.setdefault(_block(cfg, spec.section), spec.where)
+    default_llm_judges = _default_llm_judges(cfg)
+    if default_llm_judges:
+        users.setdefault(_block(cfg, SECTION_JUDGES), f"the default judges ({', '.join(default_llm_judges)})")
+    _check_keys(cfg, users)
     return res
+
+
+def _block(cfg: BenchmarkConfig, section: str) -> str:
+    """The config block whose endpoint a section's LLM calls go to (BenchmarkConfig.judge_endpoint)."""
+    return "judge_llm" if section == SECTION_JUDGES and cfg.judge_llm is not None else "llm"
+
+
+def _default_llm_judges(cfg: BenchmarkConfig) -> list[str]:
+    """The LLM judges a config without ``judges:`` gets (pipeline.judges.base.DEFAULT_JUDGES: only with ``llm:``)."""
+    from pipeline.judges.base import DEFAULT_JUDGES
+
+    if cfg.judges or cfg.llm is None:
+        return []
+    families = {dataset_family(ds.loader) for ds in cfg.datasets}
+    return sorted({name for family in families for name in DEFAULT_JUDGES.get(family, ((), ()))[1]})
+
+
+def _check_keys(cfg: BenchmarkConfig, users: dict[str, str]) -> None:
+    """Every endpoint a component calls has its API key, unless it is a local server (pipeline/llm/keys.py).
+
+    Why at load: without it the run went through every stage and failed every LLM call, sending none.
+    """
+    source = cfg.source or "<config>"
+    for block, user in users.items():
+        endpoint = cfg.judge_llm if block == "judge_llm" else cfg.llm
+        if endpoint is not None and needs_key(endpoint.base_url, endpoint.api_key_env):
+            raise ConfigError(
+                f"{source}: {block}: api_key_env: ${endpoint.api_key_env} is not set (or empty), and "
+                f"{safe_url(endpoint.base_url)} is not a local server (needed by {user}). Export the key "
+                f"(export {endpoint.api_key_env}=...), or name the variable that holds it in {block}.api_key_env"
+            )
 
 
 @lru_cache(maxsize=8)

@@ -14,7 +14,8 @@ Why this shape:
   still fails is returned as ``LLMReply(ok=False, error=...)`` so the caller records it as failed
   (and the next run retries it); transport problems never raise into the caller.
 - Every successful reply is cached by sha256(model, messages, params) (pipeline.llm.cache), so a
-  finished benchmark re-runs with zero requests and without needing the API key.
+  finished benchmark re-runs with zero requests (a client built directly needs no API key for it; the
+  definitions still ask for a remote endpoint's key at load: pipeline/llm/keys.py).
 - At most ``max_concurrency`` requests are in flight per resource, however many threads call it.
 - The API key is a secret: set it with ``dg.EnvVar`` on the Dagster resource (or leave it empty and
   name ``api_key_env``); it is excluded from repr/str, metadata (``describe``), cache keys, cache files and errors.
@@ -28,16 +29,17 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from pipeline.config.model import PROJECT_ROOT, BenchmarkConfig, LLMConfig
 from pipeline.llm.cache import ResponseCache, cache_key
+from pipeline.llm.hang import Hung, probe, watched
+from pipeline.llm.keys import NO_KEY_PLACEHOLDER, is_local, key_from_env
 from pipeline.llm.meter import METER
 from pipeline.llm.prices import ModelPrice, cost_usd, load_prices
 from pipeline.llm.protocol import (
@@ -82,8 +84,6 @@ __all__ = [
 
 DEFAULT_PRICES = "configs/prices.yaml"
 CACHE_SUBDIR = "llm_cache"
-LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
-NO_KEY_PLACEHOLDER = "no-key"  # local servers ignore the key, but the openai client needs one
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 MAX_ERROR_CHARS = 500
 
@@ -102,8 +102,9 @@ class EndpointHealth:
 
     Why: with the per-call retries alone, every question waited through its own backoff on a dead
     endpoint (136 s to stop a stage with the shipped defaults, 166 s black-holed). Once one call
-    has spent its ``unreachable_retries`` on it, the others make one attempt each (a probe: the
-    first reply marks it up again), so the stage's own breaker (pipeline/run/stage.py) stops it soon.
+    has spent its ``unreachable_retries`` on it, or a probe found it hung (pipeline/llm/hang.py),
+    the others make one attempt each, probed as soon as it is sent (the first reply marks it up
+    again), so the stage's own breaker (pipeline/run/stage.py) stops it soon.
     """
 
     def __init__(self) -> None:
@@ -161,6 +162,9 @@ class OpenAIChatClient(BaseModel):
     unreachable_retries: int = Field(
         default=2, ge=0, description="Retries of a connection error or timeout (0 once the endpoint is known down)"
     )
+    probe_after_s: float | None = Field(
+        default=10.0, gt=0, description="No reply this long: probe the endpoint (pipeline/llm/hang.py); None: never"
+    )
     max_concurrency: int = Field(default=4, ge=1)
     requests_per_minute: float | None = Field(
         default=None, gt=0, description="Provider quota: HTTP requests (retries included) at most this often"
@@ -198,6 +202,7 @@ class OpenAIChatClient(BaseModel):
             connect_timeout_s=cfg.connect_timeout_s,
             max_retries=cfg.max_retries,
             unreachable_retries=cfg.unreachable_retries,
+            probe_after_s=cfg.probe_after_s,
             max_concurrency=cfg.max_concurrency,
             requests_per_minute=cfg.requests_per_minute,
             tokens_per_minute=cfg.tokens_per_minute,
@@ -286,10 +291,10 @@ class OpenAIChatClient(BaseModel):
 
     def _secret(self) -> str:
         """The key: ``api_key`` (EnvVar-resolved) or ``$api_key_env``; a placeholder for local servers."""
-        key = self.api_key or os.environ.get(self.api_key_env, "")
+        key = self.api_key or key_from_env(self.api_key_env)
         if key:
             return key
-        if urlsplit(self.base_url).hostname in LOCAL_HOSTS:
+        if is_local(self.base_url):
             return NO_KEY_PLACEHOLDER
         raise LLMConfigError(
             f"no API key for {safe_url(self.base_url)}: set ${self.api_key_env} "
@@ -366,13 +371,15 @@ class OpenAIChatClient(BaseModel):
                 latency = time.monotonic() - start
                 self._store(rt, key, model, messages, params, outcome, latency)
                 return self._ok_reply(rt, model, key, outcome, latency, attempts)
+            limit = self.max_retries + 1  # the attempts this call may still make, as the log says
             if is_unreachable(outcome.error):
                 unreachable += 1
                 if rt.health.down or unreachable > self.unreachable_retries:
-                    note = "endpoint unreachable, not retried" if rt.health.down else "endpoint unreachable"
                     rt.health.mark_down()
+                    note = "endpoint unreachable, not retried" if attempts == 1 else "endpoint unreachable"
                     failure = Failure(f"{outcome.error} ({note})", retryable=False)
                     return self._failed_reply(model, key, failure, time.monotonic() - start, attempts)
+                limit = min(limit, attempts + self.unreachable_retries + 1 - unreachable)
             if not outcome.retryable or attempts > self.max_retries:
                 return self._failed_reply(model, key, outcome, time.monotonic() - start, attempts)
             delay = self._retry_delay(rt, attempts, outcome.retry_after_s)
@@ -380,7 +387,7 @@ class OpenAIChatClient(BaseModel):
                 "LLM call to %s failed (attempt %d/%d: %s); retrying in %.2fs",
                 model,
                 attempts,
-                self.max_retries + 1,
+                limit,
                 outcome.error,
                 delay,
             )
@@ -395,34 +402,20 @@ class OpenAIChatClient(BaseModel):
         self, rt: _Runtime, model: str, messages: list[dict[str, Any]], params: dict[str, Any]
     ) -> Completion | Failure:
         """One HTTP request (inside the concurrency gate) -> a parsed completion or a failure."""
-        import openai
-
         client = self._client(rt)
         standard = {k: params[k] for k in ("temperature", "max_tokens")}
         extra = {k: v for k, v in params.items() if k not in standard and k not in LOCAL_PARAMS}
         if standard["temperature"] is not None:
             extra["temperature"] = standard["temperature"]
         extra[self.max_tokens_param] = standard["max_tokens"]
+        # normalise_messages checked each is a {role: str, content: str} mapping; the SDK's
+        # TypedDict union of message params cannot be narrowed to from dict[str, Any] statically
+        sdk_messages = cast("list[ChatCompletionMessageParam]", messages)
         # booked inside the gate, right before sending: a request held by the gate spends no budget
         with rt.gate, booked(rt.limiter, reserve_tokens(messages, standard["max_tokens"])) as booking:
-            try:
-                # normalise_messages checked each is a {role: str, content: str} mapping; the SDK's
-                # TypedDict union of message params cannot be narrowed to from dict[str, Any] statically
-                sdk_messages = cast("list[ChatCompletionMessageParam]", messages)
-                raw = client.chat.completions.with_raw_response.create(
-                    model=model, messages=sdk_messages, extra_body=extra
-                )
-                body = raw.text
-            except openai.APIStatusError as exc:
-                return self._status_failure(exc)
-            except openai.APITimeoutError as exc:
-                if type(exc.__cause__).__name__ == "ConnectTimeout":  # the HTTP library's, whichever openai uses
-                    return Failure(f"{UNREACHABLE_CONNECT_TIMEOUT}{self.connect_timeout_s}s", retryable=True)
-                return Failure(f"{UNREACHABLE_TIMEOUT}{self.timeout_s}s", retryable=True)
-            except openai.APIConnectionError as exc:
-                return Failure(self._clean(f"{UNREACHABLE_CONNECTION}{exc.__cause__ or exc}"), retryable=True)
-            except openai.OpenAIError as exc:
-                return Failure(self._clean(f"{type(exc).__name__}: {exc}"), retryable=False)
+            body = self._send(rt, client, lambda: self._request(client, model, sdk_messages, extra))
+            if isinstance(body, Failure):
+                return body
             try:
                 required = params.get("tool_choice") not in (None, "auto", "none")  # "required", "any", a function
                 completion = parse_completion(
@@ -433,6 +426,43 @@ class OpenAIChatClient(BaseModel):
             booking.used = _used_tokens(completion)
             return completion
 
+    def _send(self, rt: _Runtime, client: openai.OpenAI, request: Callable[[], str | Failure]) -> str | Failure:
+        """``request()``, watched by a probe of the endpoint while it waits (pipeline/llm/hang.py): at
+        once when the endpoint is known down, else after ``probe_after_s`` (unless the reply timeout
+        comes first). A probe that gets no answer marks the endpoint down and fails the attempt."""
+        if self.probe_after_s is None:
+            return request()
+        first = 0.0 if rt.health.down else self.probe_after_s
+        if first >= self.timeout_s:
+            return request()  # the request's own timeout ends the wait first: nothing to watch
+        outcome = watched(request, lambda: probe(client, self.connect_timeout_s), first, self.probe_after_s)
+        if not isinstance(outcome, Hung):
+            return outcome
+        rt.health.mark_down()
+        if outcome.why.startswith(UNREACHABLE_CONNECTION):  # the probe was refused: down, not hung
+            return Failure(self._clean(outcome.why), retryable=False)
+        return Failure(f"{UNREACHABLE_TIMEOUT}{outcome.waited_s:.1f}s and {outcome.why}: the endpoint hangs", False)
+
+    def _request(
+        self, client: openai.OpenAI, model: str, messages: list[ChatCompletionMessageParam], extra: dict[str, Any]
+    ) -> str | Failure:
+        """One chat completion request: the reply body, or why there is none (never raises)."""
+        import openai
+
+        try:
+            raw = client.chat.completions.with_raw_response.create(model=model, messages=messages, extra_body=extra)
+            return raw.text
+        except openai.APIStatusError as exc:
+            return self._status_failure(exc)
+        except openai.APITimeoutError as exc:
+            if type(exc.__cause__).__name__ == "ConnectTimeout":  # the HTTP library's, whichever openai uses
+                return Failure(f"{UNREACHABLE_CONNECT_TIMEOUT}{self.connect_timeout_s}s", retryable=True)
+            return Failure(f"{UNREACHABLE_TIMEOUT}{self.timeout_s}s", retryable=True)
+        except openai.APIConnectionError as exc:
+            return Failure(self._clean(f"{UNREACHABLE_CONNECTION}{exc.__cause__ or exc}"), retryable=True)
+        except openai.OpenAIError as exc:
+            return Failure(self._clean(f"{type(exc).__name__}: {exc}"), retryable=False)
+
     def _status_failure(self, exc: openai.APIStatusError) -> Failure:
         status = exc.status_code
         retryable = status in RETRYABLE_STATUS or status >= 500
@@ -441,7 +471,7 @@ class OpenAIChatClient(BaseModel):
 
     def _clean(self, text: str) -> str:
         """Bounded error text with any occurrence of the key masked (servers may echo headers)."""
-        return mask_secret(text, self.api_key or os.environ.get(self.api_key_env, ""))[:MAX_ERROR_CHARS]
+        return mask_secret(text, self.api_key or key_from_env(self.api_key_env))[:MAX_ERROR_CHARS]
 
     def _store(
         self,

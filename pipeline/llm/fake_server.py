@@ -19,6 +19,11 @@ timeouts, Retry-After, the concurrency cap and the Authorization header are exer
 - Quota (``set_quota``): a provider's requests-per-minute and tokens-per-minute limits over a
   sliding window; a request over either gets HTTP 429 with Retry-After (``rejected`` counts them)
   and only accepted requests enter ``accepted`` (arrival time, tokens), so tests count per window.
+- ``GET .../models`` lists the default model (the client's probe of an endpoint that is slow to
+  reply: pipeline/llm/hang.py); ``probes`` counts them.
+- A hung endpoint (``hang_everything``): it accepts every connection and answers nothing, neither a
+  chat request nor a probe, until ``hang_everything(False)`` or the server stops; ``hung`` counts
+  the requests it held (by path). Unlike ``Fault.hang`` (one request), nothing else is answered.
 
 Usage::
 
@@ -40,7 +45,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 FaultKind = Literal["status", "hang", "garbage", "malformed", "empty"]
 
@@ -134,6 +139,9 @@ class FakeOpenAIServer:
         self.accepted: list[tuple[float, int]] = []  # (arrival, tokens) of requests the quota let through
         self.rejected = 0  # requests answered 429 by the quota
         self.rejected_by: dict[str, int] = {}  # "rpm" / "tpm" -> how many of them
+        self.probes = 0  # GET .../models requests answered
+        self.hanging = threading.Event()  # set: every request is held unanswered (hang_everything)
+        self.hung: dict[str, int] = {}  # path -> requests held while hanging
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -174,6 +182,23 @@ class FakeOpenAIServer:
         with self.lock:
             self.global_faults.extend(faults)
 
+    def hang_everything(self, on: bool = True) -> None:
+        """Hold every request from now on, unanswered (``False``: answer again; held ones are closed unanswered)."""
+        if on:
+            self.hanging.set()
+        else:
+            self.hanging.clear()
+
+    def hold_if_hanging(self, path: str) -> bool:
+        """Called first by every request: while hanging, count it and hold it until released; True if held."""
+        if not self.hanging.is_set():
+            return False
+        with self.lock:
+            self.hung[path] = self.hung.get(path, 0) + 1
+        while self.hanging.is_set() and not self.stopping.wait(0.05):
+            pass
+        return True
+
     def set_quota(self, rpm: int | None = None, tpm: int | None = None, window_s: float = 60.0) -> None:
         """Enforce at most ``rpm`` requests and ``tpm`` tokens (prompt + reply words) per sliding window."""
         with self.lock:
@@ -196,7 +221,7 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> FakeOpenAIServer:
+    def start(self) -> Self:
         handler = type("Handler", (_Handler,), {"fake": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
@@ -308,7 +333,20 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         return
 
+    def do_GET(self) -> None:
+        if self.fake.hold_if_hanging(self.path):
+            return
+        if not self.path.rstrip("/").endswith("/models"):
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        with self.fake.lock:
+            self.fake.probes += 1
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]})
+
     def do_POST(self) -> None:
+        if self.fake.hold_if_hanging(self.path):
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return

@@ -30,13 +30,21 @@ UNREACHABLE_CONNECTION = "connection error: "
 UNREACHABLE_TIMEOUT = "timeout: no reply within "
 UNREACHABLE_CONNECT_TIMEOUT = "timeout: no connection within "
 # An error a stage copied from an upstream row ("answer failed: ...", "upstream retrieval failed: ...",
-# "not attempted: ..."): that stage never called an endpoint, so it is not evidence of a dead one.
-_DERIVED = re.compile(r"^(?:not attempted|[A-Za-z ]+ (?:failed|missing|stale|not attempted)): ")
+# "not attempted: ..."): that stage never called an endpoint, so it is not evidence of a dead one, and
+# the run's summary names the upstream error instead (assets/run_gate.py; RE2 syntax, DuckDB reads it too).
+DERIVED_ERROR_PATTERN = r"^(?:not attempted|[A-Za-z ]+ (?:failed|missing|stale|not attempted)): "
+NOT_ATTEMPTED = "not attempted: "  # the error of a question a stage skipped after it stopped (pipeline/run/stage.py)
+_DERIVED = re.compile(DERIVED_ERROR_PATTERN)
+
+
+def is_derived(error: str) -> bool:
+    """True when a stored error was copied from an upstream row or a stage's stop, not this unit's own."""
+    return _DERIVED.match(error) is not None
 
 
 def is_unreachable(error: str) -> bool:
     """True when a stored error says this stage's own call could not reach the endpoint (not a bad reply)."""
-    if _DERIVED.match(error):
+    if is_derived(error):
         return False
     return any(m in error for m in (UNREACHABLE_CONNECTION, UNREACHABLE_TIMEOUT, UNREACHABLE_CONNECT_TIMEOUT))
 

@@ -33,6 +33,7 @@ from pipeline.core.records import QuestionRow
 from pipeline.core.status import STATUS_FAILED, STATUS_OK
 from pipeline.core.units import base_system, cutoff_of, repeat_unit
 from pipeline.llm.identity import asked_model, hash_extras, llm_fields, price_identity
+from pipeline.llm.protocol import NOT_ATTEMPTED
 from pipeline.memory.base import MemorySystem, RetrievalResult
 from pipeline.memory.cutoffs import reading_systems
 from pipeline.memory.systems import system_specs
@@ -214,7 +215,7 @@ def upstream_error(
         return f"{prefix} missing: no {unit!r} row in {stage} for {key}"
     if row["status"] != STATUS_OK:
         error = str(row["error"])
-        return f"{prefix} {error}" if error.startswith("not attempted: ") else f"{prefix} failed: {error}"
+        return f"{prefix} {error}" if error.startswith(NOT_ATTEMPTED) else f"{prefix} failed: {error}"
     if row["unit_hash"] != expected_hash:
         return (
             f"{prefix} stale: {unit!r} row in {stage} has unit hash {row['unit_hash']}, "

@@ -21,13 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.config.model import BenchmarkConfig
 from pipeline.core.partitions import dataset_of
 from pipeline.core.record_hash import failure_hash, question_hashes
 from pipeline.core.status import STATUS_FAILED, STATUS_OK
 from pipeline.core.units import system_of
-from pipeline.llm.protocol import is_unreachable
+from pipeline.datasets.convert import dataset_failure_path
+from pipeline.llm.protocol import NOT_ATTEMPTED, is_unreachable
 from pipeline.run.progress import Progress
 from pipeline.run.stale import configured_systems, stale_systems, with_note
 from pipeline.run.status_index import StageIndex
@@ -243,10 +245,21 @@ class QuestionStage:
         self.index = index if index is not None else QuestionIndex.from_store(store, cfg)
         self.stored = StageIndex(store.parquet_root, stage)
         self.outcome = StageOutcome(stage)
+        self._load_errors: dict[str, str | None] = {}  # dataset -> its load error (None: it loaded)
 
     def _missing_record(self, key: str) -> str:
+        """Why a key the run covers has no canonical record: its dataset's load error when it failed
+        to load on its first load (the same error the progress view shows for its canonical step)."""
+        dataset = dataset_of(key)
+        if dataset not in self._load_errors:
+            path = dataset_failure_path(self.store, dataset)
+            rows = pq.read_table(path, columns=["message"]).to_pylist() if path.exists() else []
+            self._load_errors[dataset] = str(rows[0]["message"]) if rows else None
+        load_error = self._load_errors[dataset]
+        if load_error is not None:
+            return f"no canonical record for {key!r}: dataset {dataset!r} failed to load: {load_error}"
         return (
-            f"no canonical record for {key!r} in {self.cfg.source}: its dataset {dataset_of(key)!r} "
+            f"no canonical record for {key!r} in {self.cfg.source}: its dataset {dataset!r} "
             "failed to load or no longer has this question (see the canonical asset's log)"
         )
 
@@ -351,7 +364,7 @@ class QuestionStage:
             finally:
                 results_iter.close()
                 progress.close()
-        reason = f"not attempted: {why}" if self.outcome.stopped else "stage produced no result"
+        reason = f"{NOT_ATTEMPTED}{why}" if self.outcome.stopped else "stage produced no result"
         for item in by_key.values():  # unattempted after a stop, or a compute bug: recorded as failures
             self.record(item, [UnitResult.failed(u, reason) for u in item.units])
         self.stored.save()

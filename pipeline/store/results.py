@@ -4,7 +4,9 @@ Why not the dagster-duckdb IO manager: it writes through the DuckDB file lock, s
 ``results.duckdb`` open in the DuckDB CLI blocks a run (~100 s then failure, measured). Here the
 pipeline only ever writes Parquet (temp name + ``os.replace``, atomic) and rebuilds the catalog
 file under a temp name before renaming it over the old one; an open CLI keeps reading its old
-inode and never blocks a run.
+inode and never blocks a run. No reader reads the live files, which runs replace under it: a
+connection reads hard links made when it opens, the catalog hard links made when it is built
+(pipeline/store/catalog_files.py).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pipeline.catalog.views import (
     view_creator_names,
 )
 from pipeline.core.records import CANONICAL_TABLES, DATASET_FAILURE_KEY_SQL, LOAD_FAILURE_KEY_SQL
+from pipeline.store.catalog_files import CATALOG_FILES_DIR, CATALOG_LINK, link_tree, new_folder, retire_superseded
 from pipeline.util.coalesce import Coalescer
 from pipeline.util.fingerprint import pipeline_code_files, update_with_files
 from pipeline.util.heap import trim_heap
@@ -261,51 +264,49 @@ class ResultStore:
     # ---- SQL ---------------------------------------------------------------------------
     @contextlib.contextmanager
     def _pinned(self) -> Iterator[Path]:
-        """A folder of hard links to every viewed Parquet file as it is now (same relative paths).
+        """A folder of hard links to every viewed Parquet file as it is now (``parquet/...`` in it).
 
         Why: DuckDB reads a file's footer when it binds a view and its row groups when it scans; a
         run renaming a new file over it in between made a query read half of each (measured:
-        "Out of buffer", "Invalid data"). A link is the old inode: replaced or retired files stay
-        readable, unchanged, until the connection closes and the folder goes. No data is copied.
+        "Out of buffer", "Invalid data"). A link is the old inode (pipeline/store/catalog_files.py):
+        replaced or retired files stay readable, unchanged, until the connection closes and the
+        folder goes. No data is copied.
         """
         base = self.root / PINNED_DIR
         _remove_orphan_pins(base)
         folder = base / f"{os.getpid()}-{uuid.uuid4().hex}"
-        src_root = str(self.parquet_root)
         try:
             folder.mkdir(parents=True)
-            for dirpath, dirnames, filenames in os.walk(src_root):  # plain strings: ~15k files a connection
-                if dirpath == src_root:
-                    dirnames[:] = [d for d in dirnames if d not in UNVIEWED_DIRS]
-                rel = os.path.relpath(dirpath, self.root)
-                dst_dir = os.path.join(folder, rel)
-                os.makedirs(dst_dir, exist_ok=True)
-                for name in filenames:
-                    if name.endswith(".parquet"):
-                        with contextlib.suppress(FileNotFoundError):  # retired since it was listed
-                            os.link(os.path.join(dirpath, name), os.path.join(dst_dir, name))
+            link_tree(self.parquet_root, folder / "parquet", UNVIEWED_DIRS)
             yield folder
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def _existing_globs(self, root: Path | None = None) -> dict[str, str]:
-        """Table -> glob RELATIVE to the results folder (``parquet/answers/*.parquet``).
+    def _existing_globs(self, files: Path, search: Path) -> dict[str, str]:
+        """Table -> glob of its files under ``files/parquet``, RELATIVE to ``search``.
 
         Why relative: the views stored in ``results.duckdb`` must keep working when the results
         folder is copied or moved; DuckDB resolves a relative path against the working directory
-        or ``file_search_path``, which every connection made here sets to the results folder.
+        or ``file_search_path``, which every connection made here sets to ``search``.
         """
         found: dict[str, str] = {}
-        parquet_root = (root or self.root) / self.parquet_root.relative_to(self.root)
+        prefix = files.relative_to(search).as_posix()
+        prefix = "" if prefix == "." else f"{prefix}/"
+        parquet_root = files / self.parquet_root.relative_to(self.root)
         for name, pattern in TABLE_GLOBS.items():
             if any(parquet_root.glob(pattern)):
-                found[name] = f"{self.parquet_root.relative_to(self.root).as_posix()}/{pattern}"
+                found[name] = f"{prefix}{self.parquet_root.relative_to(self.root).as_posix()}/{pattern}"
         return found
 
-    def _create_views(self, con: duckdb.DuckDBPyConnection, root: Path | None = None) -> list[str]:
-        """Every table's view, its globs relative to ``root`` (default: the results folder)."""
-        con.execute("SET file_search_path = ?", [str(root or self.root)])
-        globs = self._existing_globs(root)
+    def _create_views(
+        self, con: duckdb.DuckDBPyConnection, files: Path | None = None, search: Path | None = None
+    ) -> list[str]:
+        """Every table's view over the files under ``files`` (default: the results folder), with
+        globs relative to ``search`` (default: ``files``), which becomes the connection's search path."""
+        files = files or self.root
+        search = search or files
+        con.execute("SET file_search_path = ?", [str(search)])
+        globs = self._existing_globs(files, search)
         for name, pattern in globs.items():
             plain = _source_sql(pattern, set())
             con.execute(_view_sql(name, plain))
@@ -351,10 +352,14 @@ class ResultStore:
             key_parts.append(f"SELECT dataset, {DATASET_FAILURE_KEY_SQL}, NULL FROM dataset_failures")
             unkeyed.append(f"SELECT {DATASET_FAILURE_KEY_SQL} AS k, message FROM dataset_failures")
             if "ingestion" in globs:  # questions of a dataset that failed on its first load: failed rows only
-                key_parts.append(
-                    "SELECT DISTINCT dataset, partition_key, question_id FROM ingestion WHERE dataset IN (SELECT "
-                    "dataset FROM dataset_failures) AND partition_key NOT IN (SELECT partition_key FROM questions)"
+                first_load = (
+                    "FROM ingestion i JOIN dataset_failures f USING (dataset) "
+                    "WHERE i.partition_key NOT IN (SELECT partition_key FROM questions)"
                 )
+                key_parts.append(f"SELECT DISTINCT i.dataset, i.partition_key, i.question_id {first_load}")
+                # ... failed in canonical too, with the load error (not 'missing', as if a rerun could fill it)
+                canonical = "SELECT DISTINCT i.partition_key, 'canonical', 'failed', f.message, NULL, NULL"
+                parts.append(f"{canonical} {first_load}")
         parts += [
             f"SELECT partition_key, '{s}', status, error, duration_s, finished_at FROM \"{s}\""
             for s in STAGE_TABLES
@@ -420,8 +425,8 @@ class ResultStore:
         session holds it read-write), ``connect()``. ``user_db`` is only attached by ``connect()``.
 
         ``as_written``: the catalog as its last rebuild wrote it, whatever was written since (for a
-        caller that refreshed it after its own writes: its views read the files at query time, so
-        only a table that did not exist at that rebuild would be missing).
+        caller that refreshed it after its own writes: its views read the files as they were at
+        that rebuild, so what was written since is missing).
         """
         con = None
         current = self._catalog_as_written(None if as_written else self.catalog_fingerprint())
@@ -464,11 +469,12 @@ class ResultStore:
         if kept is not None:
             return kept
         (self.root / CATALOG_MARK).unlink(missing_ok=True)
-        views = self._rebuild_catalog()
+        views, files = self._rebuild_catalog()
         if views:
             st = self.catalog_path.stat()
-            mark = {"fingerprint": fingerprint, "catalog": [st.st_size, st.st_mtime_ns], "views": views}
+            mark = {"fingerprint": fingerprint, "catalog": [st.st_size, st.st_mtime_ns], "views": views, "files": files}
             (self.root / CATALOG_MARK).write_text(json.dumps(mark))
+            retire_superseded(self.root, files)
         return views
 
     def catalog_fingerprint(self) -> str:
@@ -501,6 +507,8 @@ class ResultStore:
             return None
         if Path(f"{self.catalog_path}.wal").exists() or saved.get("catalog") != [st.st_size, st.st_mtime_ns]:
             return None
+        if not saved.get("files") or not (self.root / CATALOG_FILES_DIR / saved["files"]).is_dir():
+            return None  # built over the live files (an earlier version), or its files were removed
         if fingerprint is not None and saved.get("fingerprint") != fingerprint:
             return None
         return list(saved.get("views", []))
@@ -509,33 +517,42 @@ class ResultStore:
         """The views of the current catalog when it was built from these inputs and not touched since."""
         return self._catalog_as_written(fingerprint)
 
-    def _rebuild_catalog(self) -> list[str]:
-        """Build the catalog under a temp name and rename it over the old one (see refresh_catalog)."""
+    def _rebuild_catalog(self) -> tuple[list[str], str]:
+        """Build the catalog under a temp name over a new fixed set of the files (hard links,
+        pipeline/store/catalog_files.py) and rename it over the old one (see refresh_catalog).
+        Returns the views and the name of that set's folder."""
+        files = new_folder(self.root)
         fd, tmp_name = tempfile.mkstemp(prefix=".catalog-", suffix=".duckdb", dir=self.root)
         os.close(fd)
         tmp = Path(tmp_name)
         tmp.unlink()
+        built = False
         try:
+            link_tree(self.parquet_root, files / "parquet", UNVIEWED_DIRS)
             con = duckdb.connect(str(tmp), config={"storage_compatibility_version": CATALOG_STORAGE_VERSION})
             try:
                 con.execute(METADATA_CACHE_SQL)
-                views = self._create_views(con)
+                views = self._create_views(con, files, self.root)
                 if "progress" in _view_names(con):
                     views += ["progress", "progress_summary"]
                 views += self._extra_views(con)
                 keep_user_objects(con, self.catalog_path)  # a user's own tables survive the rebuild
             finally:
                 con.close()
+            os.link(tmp, files / CATALOG_LINK)  # who has this catalog open is asked through it
             os.replace(tmp, self.catalog_path)
+            built = True
         except CatalogKept as exc:  # locked read-write, or objects we cannot copy: never drop them
             _log.warning("results catalog not rebuilt: %s", exc)
-            return []
+            return [], ""
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
             with contextlib.suppress(FileNotFoundError):
                 Path(str(tmp) + ".wal").unlink()
-        return views
+            if not built:
+                shutil.rmtree(files, ignore_errors=True)
+        return views, files.name
 
     def _extra_views(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         """The report views of ``views`` (pipeline.catalog.views.CATALOG_VIEWS) and the catalog's comments."""

@@ -13,6 +13,7 @@ import pytest
 from pipeline.catalog.docs import VIEW_DOCS, catalog_columns, column_doc, markdown
 from pipeline.config.model import PROJECT_ROOT
 from pipeline.metrics.stats import bootstrap_mean_ci, wilson_interval
+from pipeline.store.catalog_files import CATALOG_FILES_DIR
 from pipeline.store.results import ResultStore, open_catalog
 from tests.support.report import F1_SCORES, build_full_store
 
@@ -82,9 +83,11 @@ def test_copied_results_folder_reads_its_own_files(store: ResultStore, tmp_path:
     con = open_catalog(copy / "results.duckdb")
     views = {r[0]: r[1] for r in con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall()}
     assert not any(str(store.root) in sql for sql in views.values())  # no absolute path to the original
-    # the copy answers from its own files: remove a judgment there and the count drops
+    # the copy answers from its own files (the fixed set its catalog was built over, copied along):
+    # remove a judgment there and the count drops
     before = con.execute("SELECT count(*) FROM judgments").fetchone()
-    (copy / "parquet" / "judgments" / "mc__m1.parquet").unlink()
+    [own] = (copy / CATALOG_FILES_DIR).glob("*/parquet/judgments/mc__m1.parquet")
+    own.unlink()
     after = con.execute("SELECT count(*) FROM judgments").fetchone()
     assert before is not None and after is not None and after[0] < before[0]
     assert con.execute("SELECT count(*) FROM accuracy_report").fetchone() == (5,)

@@ -75,6 +75,7 @@ def test_a_second_run_on_a_held_config_is_refused_and_nothing_is_asked_twice(
         assert lines, out[-3000:]
         assert "config 'collide' is held by run" in lines[0]
         assert "Dependencies for step collide__embeddings failed" in out  # stopped at its first step
+        assert "Stack Trace" not in out and 'File "' not in out, out[-3000:]  # a refusal is no bug: no frames
         release.set()
         first_out, _ = first.communicate(timeout=900)
         assert first.returncode == 0, first_out[-3000:]

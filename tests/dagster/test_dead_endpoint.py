@@ -1,15 +1,19 @@
-"""A dead endpoint stops a stage after a short, bounded retry budget (issue 24 item 6).
+"""A dead endpoint stops a stage after a short, bounded retry budget, whichever way it is dead.
 
 Counted, not timed: how many attempts each call makes once the endpoint is known to be
 unreachable, that a black-holed endpoint (a listening socket whose accept queue is full, so the
-kernel drops every new SYN) is cut by the connect timeout and not by the 60 s reply timeout, and,
-through the real ``full_benchmark`` job with the shipped LLM defaults, that the judgments stage
-does not claim it could not reach an endpoint it never called and that no message nests
-"failed: not attempted: ...". The seconds to the stop are printed by benchmarks/dead_endpoint.py.
+kernel drops every new SYN) is cut by the connect timeout and not by the 60 s reply timeout, that
+an endpoint that accepts connections and never answers is cut by a probe (not by the reply
+timeout, and not retried) while a slow one that answers its probe is waited for, that the retry
+log counts the attempts a call will really make, and, through the real ``full_benchmark`` job with
+the shipped LLM defaults, that the judgments stage does not claim it could not reach an endpoint
+it never called and that no message nests "failed: not attempted: ...". The seconds to the stop
+are printed by benchmarks/dead_endpoint.py.
 """
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,14 +98,63 @@ def test_black_holed_endpoint_is_cut_by_the_connect_timeout(tmp_path: Path, blac
     llm.close()
 
 
-def _config(tmp_path: Path, base_url: str) -> Path:
+def test_retry_log_counts_the_attempts_the_call_makes(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    llm = _llm(tmp_path, _dead_url())
+    with caplog.at_level(logging.WARNING, logger="dagster.builtin.membench.llm"):
+        reply = llm.chat(Q)
+    attempts = [
+        r.getMessage().split("(attempt ")[1].split(":")[0] for r in caplog.records if "(attempt " in r.getMessage()
+    ]
+    assert attempts == ["1/3", "2/3"]  # 1 + unreachable_retries, not "1/6" (1 + max_retries)
+    assert reply.attempts == 3 and reply.error is not None
+    assert reply.error.endswith("(endpoint unreachable) (after 3 attempts)")  # it was retried: no "not retried"
+    llm.close()
+
+
+def test_an_endpoint_that_hangs_is_cut_by_a_probe_and_not_retried(tmp_path: Path) -> None:
+    with running_fake_server() as srv:
+        srv.hang_everything()  # accepts every connection, answers nothing
+        llm = _llm(tmp_path, srv.base_url, timeout_s=3.0, probe_after_s=0.2, connect_timeout_s=0.3)
+        first = llm.chat(Q)
+        assert not first.ok and first.error is not None and first.attempts == 1, first
+        assert "no answer to GET /models within 0.3s: the endpoint hangs (endpoint unreachable, not retried)" in (
+            first.error
+        )
+        later = [llm.chat([{"role": "user", "content": f"question {i}"}]) for i in range(3)]
+        assert [r.attempts for r in later] == [1, 1, 1]
+        assert all("the endpoint hangs" in (r.error or "") for r in later)
+        assert srv.hung["/v1/chat/completions"] == 4  # one request per call: no retry of a hung endpoint
+        assert srv.hung["/v1/models"] >= 4  # each call's own probe said so
+        assert llm._runtime().health.down
+        srv.hang_everything(False)
+        back = llm.chat([{"role": "user", "content": "and now?"}])  # probed at once, answered: up again
+        assert back.ok and back.attempts == 1 and not llm._runtime().health.down
+        llm.close()
+
+
+def test_a_slow_endpoint_that_answers_its_probe_is_waited_for(tmp_path: Path) -> None:
+    with running_fake_server() as srv:
+        srv.add_rule("slow", "finally", delay_s=1.0)
+        llm = _llm(tmp_path, srv.base_url, probe_after_s=0.2, connect_timeout_s=0.3)
+        reply = llm.chat([{"role": "user", "content": "a slow one"}])
+        assert reply.ok and reply.text == "finally" and reply.attempts == 1
+        assert srv.probes >= 2 and srv.request_count == 1  # probed while it waited, never sent twice
+        llm.close()
+
+
+def _config(tmp_path: Path, base_url: str, **llm: object) -> Path:
     return lme_sample_config(
         tmp_path,
         "dead",
         memory_systems=[{"name": "full", "kind": "full_context"}],
         readers=[{"name": "llm", "kind": "llm"}],
         judges=[{"name": "lme_contains_normalized", "kind": "lme_contains_normalized"}],
-        llm={"base_url": base_url, "model": "fake-model", "api_key_env": "MEMBENCH_TEST_KEY"},  # shipped defaults
+        llm={
+            "base_url": base_url,
+            "model": "fake-model",
+            "api_key_env": "MEMBENCH_TEST_KEY",
+            **llm,
+        },  # shipped defaults
     )
 
 
@@ -128,3 +181,33 @@ def test_judgments_do_not_blame_an_endpoint_they_never_called(tmp_path: Path, mo
         assert "failed: not attempted" not in error and error.count("not attempted") <= 1, error
     answers = [r["error"] for r in store.query("SELECT error FROM answers").to_pylist()]
     assert all(a.count("not attempted") <= 1 for a in answers), answers
+
+
+def test_a_hanging_endpoint_stops_the_stage_with_one_request_per_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real job, shipped defaults but a short probe: the answers stage stops on its breaker, each
+    question it tried sent one request, and the stop names the hang."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    with running_fake_server() as srv:
+        srv.hang_everything()
+        config = _config(tmp_path, srv.base_url, probe_after_s=0.3, connect_timeout_s=0.5)
+        with dg.instance_for_test() as instance:
+            result = (
+                build_defs(str(config))
+                .resolve_job_def("full_benchmark")
+                .execute_in_process(instance=instance, raise_on_error=False)
+            )
+        held = dict(srv.hung)
+    assert not result.success
+    stopped = str(_stopped(result, "answers"))
+    assert "answers stopped after 5 consecutive questions could not reach the endpoint" in stopped
+    assert "the endpoint hangs" in stopped
+    answers = [
+        r["error"]
+        for r in ResultStore(results_dir=str(tmp_path / "res")).query("SELECT error FROM answers").to_pylist()
+    ]
+    tried = [a for a in answers if not a.startswith("not attempted")]
+    assert len(answers) == 8 and 5 <= len(tried) < 8, answers
+    # at most one request per question (none retried): those tried, and those in flight at the stop
+    assert len(tried) <= held["/v1/chat/completions"] <= len(answers)

@@ -33,6 +33,11 @@ CASES = {
         "memory_sytems:\n  - {name: f, kind: full_context}\n",
         ["{path}: memory_sytems: unknown key (did you mean 'memory_systems'? keys here: "],
     ),
+    "remote_endpoint_without_its_key": (  # the run would have failed every LLM call, sending none
+        f"datasets:\n  - {{name: s, loader: locomo, path: {SAMPLE}}}\nreaders:\n  - {{name: gpt, kind: llm}}\n"
+        "llm: {base_url: 'https://llm.example.invalid/v1', model: m, api_key_env: MEMBENCH_TEST_UNSET_KEY}\n",
+        ["{path}: llm: api_key_env: $MEMBENCH_TEST_UNSET_KEY is not set", "(needed by readers[0] (name: gpt))"],
+    ),
     "misspelled_nested_key": (
         f"datasets:\n  - {{name: s, loader: locomo, path: {SAMPLE}, limt: 3}}\n",
         ["{path}: datasets[0].limt: unknown key (did you mean 'limit'? "],

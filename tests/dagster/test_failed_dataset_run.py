@@ -6,12 +6,15 @@ tables: a truncated file, a non-UTF-8 byte, a file removed after the definitions
 a good load. Every case: the embeddings step and every stage go on, the good dataset's questions
 are judged, the bad dataset's questions (those the definitions know) are failed in every stage
 with an error naming the load failure, Dagster partition status equals ``progress``, and the run
-ends failed with a summary that names the dataset.
+ends failed with a summary that names the dataset. Run as a user types it, the run's last lines
+name each failed dataset (also one none of whose questions could be read) and no stack trace is
+printed.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import dagster as dg
@@ -87,6 +90,8 @@ def _assert_isolated(result: dg.ExecuteInProcessResult, store: ResultStore, keys
             assert good[(key, stage)][0] == "done", (key, stage, good[(key, stage)])
     bad = _progress(store, "bad")
     for key in (k for k in keys if k.startswith("bad__")):
+        status, errors = bad[(key, "canonical")]  # never 'missing', as if a rerun could fill it: the load error
+        assert status == "failed" and "bad.json" in (errors or ""), (key, status, errors)
         for stage in STAGES:
             status, errors = bad[(key, stage)]
             assert status == "failed" and "failed to load" in (errors or ""), (key, stage, status, errors)
@@ -135,3 +140,32 @@ def test_a_dataset_broken_after_a_good_load_still_fails_the_run(
         good = _progress(store, "good")
         assert all(good[(k, "judgments")][0] == "done" for k in keys if k.startswith("good__"))
         assert status_mismatches(instance, "twods", keys, store) == []
+
+
+def test_the_last_lines_name_each_failed_dataset_without_a_stack_trace(tmp_path: Path) -> None:
+    """``dagster job execute`` after ``source .venv/bin/activate``: a dataset truncated after two questions
+    and one none of whose questions can be read, beside a good one."""
+    truncated, unreadable = tmp_path / "truncated.json", tmp_path / "unreadable.json"
+    truncated.write_bytes(SAMPLE.read_bytes())
+    _break(truncated, "truncated")
+    unreadable.write_bytes(SAMPLE.read_bytes()[:50])
+    config = _config(tmp_path, truncated)
+    cfg = yaml.safe_load(config.read_text())
+    cfg["datasets"].append({"name": "unreadable", "loader": "longmemeval", "path": str(unreadable)})
+    config.write_text(yaml.safe_dump(cfg))
+    home = tmp_path / "home"
+    home.mkdir()
+    script = (
+        f"source .venv/bin/activate && export DAGSTER_HOME={home} && cp configs/dagster.yaml {home}/ && "
+        f"MEMBENCH_CONFIG={config} dagster job execute -j full_benchmark"
+    )
+    proc = subprocess.run(["bash", "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Stack Trace" not in proc.stderr and "Traceback" not in proc.stderr and 'File "' not in proc.stderr
+    lines = proc.stderr.rstrip("\n").splitlines()
+    end = lines[lines.index(next(x for x in lines if x.startswith("Error: Run "))) + 1 :]
+    assert end[0] == "" and end[1].startswith("run: 10 questions; failed questions per stage: ingestion 2, ")
+    assert end[2].startswith("dataset bad failed to load (no earlier tables): ") and str(truncated) in end[2]
+    assert end[3].startswith("dataset unreadable failed to load (no earlier tables): ") and str(unreadable) in end[3]
+    assert end[4].startswith("Report (failed questions reported apart): ")
+    assert end[5].endswith(f"MEMBENCH_CONFIG={config} membench failed") and len(end) == 6

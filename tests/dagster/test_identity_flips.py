@@ -118,6 +118,7 @@ QUIET_FLIPS = [
             ("connect_timeout_s", 2.0),
             ("max_retries", 3),
             ("unreachable_retries", 1),
+            ("probe_after_s", 5.0),
             ("max_concurrency", 2),
             ("requests_per_minute", 6000.0),
             ("tokens_per_minute", 10_000_000.0),

@@ -1,5 +1,5 @@
 """A run that ends with failed questions, run as a user types it (``dagster job execute`` after
-``source .venv/bin/activate``): the last lines are the run's summary and what to do next, the
+``source .venv/bin/activate``): the last lines are the run's summary, why, and what to do next, the
 failure says the report step is not the cause, and the exit status is 1."""
 
 from __future__ import annotations
@@ -37,9 +37,12 @@ def test_last_lines_are_the_summary_and_the_next_command(tmp_path: Path) -> None
     proc = subprocess.run(["bash", "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 1
     lines = proc.stderr.rstrip("\n").splitlines()
-    assert lines[-5].startswith("Error: Run ") and lines[-4] == ""
+    assert lines[-6].startswith("Error: Run ") and lines[-5] == ""
     summary = "run: 3 questions; failed questions per stage: ingestion 0, retrievals 0, answers 3, judgments 3"
-    assert lines[-3] == summary
+    assert lines[-4] == summary
+    # why, in the summary: the stage's stop (judgments only copied the answers' errors: no line of their own)
+    assert lines[-3].startswith("answers stopped after 2 consecutive questions could not reach the endpoint (last ")
+    assert "connection error: " in lines[-3]
     assert lines[-2] == f"Report (failed questions reported apart): {tmp_path / 'results' / 'report.html'}"
     assert lines[-1].endswith(f"list them and the commands that re-run them: MEMBENCH_CONFIG={config} membench failed")
     # the failed steps are the checks of the stages that lost questions, not the report; no stack trace

@@ -60,3 +60,47 @@ def test_params_are_parsed_once_and_shared_by_hashes_and_builds(tmp_path: Path) 
     assert built.params is entry.params  # type: ignore[attr-defined]  # the parsed model itself, not a re-parse
     [unit] = answer_units(res, "loco")
     assert unit.reader.name == "offline"  # the default reader is resolved like a written one
+
+
+REMOTE = {"base_url": "https://llm.example.invalid/v1", "model": "m", "api_key_env": "MEMBENCH_TEST_UNSET_KEY"}
+
+
+def _check_config_err(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    code = main(["check-config", str(path)])
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
+def test_a_remote_endpoint_without_its_key_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("MEMBENCH_TEST_UNSET_KEY", raising=False)
+    path = write_config(tmp_path, readers=[{"name": "gpt", "kind": "llm"}], llm=REMOTE)
+    code, err = _check_config_err(path, capsys)
+    assert code == 2 and len(err) == 1, err
+    assert f"{path}: llm: api_key_env: $MEMBENCH_TEST_UNSET_KEY is not set" in err[0]
+    assert "https://llm.example.invalid/v1 is not a local server (needed by readers[0] (name: gpt))" in err[0]
+    monkeypatch.setenv("MEMBENCH_TEST_UNSET_KEY", "")  # set but empty: no key either
+    assert _check_config_err(path, capsys)[0] == 2
+    monkeypatch.setenv("MEMBENCH_TEST_UNSET_KEY", "sk-test")
+    assert _check_config_err(path, capsys) == (0, [])
+
+
+def test_the_judges_own_endpoint_and_the_default_llm_judges_need_their_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("MEMBENCH_TEST_UNSET_KEY", raising=False)
+    local = {**REMOTE, "base_url": "http://127.0.0.1:8765/v1"}  # a local server needs no key
+    judged = write_config(
+        tmp_path, judges=[{"name": "j", "kind": "locomo_llm_judge"}], llm=local, judge_llm={**REMOTE, "model": "judge"}
+    )
+    code, err = _check_config_err(judged, capsys)
+    assert code == 2 and "judge_llm: api_key_env: $MEMBENCH_TEST_UNSET_KEY" in err[0]
+    assert "(needed by judges[0] (name: j))" in err[0]
+    defaults = write_config(tmp_path, llm=REMOTE)  # no judges: LoCoMo's default LLM judge is bound to llm:
+    code, err = _check_config_err(defaults, capsys)
+    assert code == 2 and "llm: api_key_env" in err[0] and "(needed by the default judges (locomo_llm_judge))" in err[0]
+    assert _check_config_err(
+        write_config(tmp_path, judges=[{"name": "j", "kind": "locomo_llm_judge"}], llm=local), capsys
+    ) == (0, [])
+    offline_only = write_config(tmp_path, judges=[{"name": "f1", "kind": "locomo_f1"}], llm=REMOTE)
+    assert _check_config_err(offline_only, capsys) == (0, [])  # nothing calls the endpoint: no key needed

@@ -106,3 +106,9 @@ def test_table_lists_every_stage_and_figure() -> None:
 )
 def test_which_step_means_the_target_stage_is_over(step: str, target: str, over: bool) -> None:
     assert sc.passed(step, target) is over
+
+
+def test_broken_files_are_those_with_other_than_one_schema_revision() -> None:
+    revisions = {"history/runs.db": ["29b5", "5771"], "history/runs/index.db": ["29b5"], "x.db": None, "e.db": []}
+    assert sc.broken_files(revisions) == ["e.db", "history/runs.db"]
+    assert sc.broken_files({"history/runs.db": ["29b5"]}) == []
