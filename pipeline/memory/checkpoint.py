@@ -20,11 +20,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipeline.core.partitions import sanitize
 from pipeline.memory.base import MemoryUnit
-from pipeline.store.results import PARTITION_COMPRESSION, ResultStore, write_parquet_atomic
+from pipeline.store.results import PARTITION_COMPRESSION, ResultStore, read_parquet_file, write_parquet_atomic
 
 MEMORY_STAGE_DIR = "memory"
 _META_KEY = b"membench.memory_checkpoint"
@@ -115,7 +114,7 @@ def load(path: Path) -> Checkpoint | None:
     if not path.exists():
         return None
     try:
-        table = pq.read_table(path)
+        table = read_parquet_file(path)
         raw = (table.schema.metadata or {})[_META_KEY]
         saved = json.loads(raw)
         if "config_hash" in saved:  # written before the unit hash got its name: same value

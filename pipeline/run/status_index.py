@@ -19,7 +19,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.store.results import LEGACY_UNIT_HASH, UNIT_HASH, with_unit_hash, write_parquet_atomic
+from pipeline.store.results import (
+    LEGACY_UNIT_HASH,
+    UNIT_HASH,
+    read_parquet_file,
+    with_unit_hash,
+    write_parquet_atomic,
+)
 
 INDEX_DIR = "_index"
 COLUMNS = ("unit", "unit_hash", "record_hash", "status", "error")
@@ -74,7 +80,7 @@ class StageIndex:
         if key not in self.files:
             return None
         if key not in self.rows:
-            table = with_unit_hash(pq.read_table(self.dir / f"{key}.parquet"))
+            table = with_unit_hash(read_parquet_file(self.dir / f"{key}.parquet"))
             self.put(key, table)
             self.reads += 1
         return self.rows[key]

@@ -108,6 +108,17 @@ def write_parquet_atomic(path: Path, table: pa.Table, compression: str = "zstd")
             tmp.unlink()
 
 
+def read_parquet_file(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """One Parquet file's table (``columns``: only those), its schema metadata kept.
+
+    Why not ``pq.read_table``: for one file it goes through the dataset layer (filesystem and
+    path resolution, discovery), twice the cost of reading the file itself on the small
+    per-question and checkpoint files a stage reads by the thousand (~0.5 vs ~1.1 ms).
+    """
+    with pq.ParquetFile(path) as f:
+        return f.read(columns=columns)
+
+
 # The per-question stage tables' ``unit_hash`` column was named ``config_hash`` by earlier versions
 # (it always held a unit's hash); results folders written then are read as if written now.
 UNIT_HASH = "unit_hash"
@@ -244,16 +255,20 @@ class ResultStore:
         if not path.exists():
             return None
         if columns is None or UNIT_HASH not in columns:
-            return with_unit_hash(pq.read_table(path, columns=columns))
+            return with_unit_hash(read_parquet_file(path, columns))
         names = set(pq.read_schema(path).names)
         if UNIT_HASH not in names and LEGACY_UNIT_HASH in names:  # a file written before the rename
             columns = [LEGACY_UNIT_HASH if c == UNIT_HASH else c for c in columns]
-        return with_unit_hash(pq.read_table(path, columns=columns))
+        return with_unit_hash(read_parquet_file(path, columns))
+
+    def canonical_parts(self, dataset: str, table: str) -> list[Path]:
+        """The files of a canonical table of one dataset (``<table>.parquet`` or its ``<table>-NNNNN`` parts)."""
+        folder = self.parquet_root / "canonical" / dataset
+        return sorted(folder.glob(f"{table}.parquet")) + sorted(folder.glob(f"{table}-*.parquet"))
 
     def read_canonical(self, dataset: str, table: str) -> pa.Table | None:
         """A canonical table of one dataset (``<table>.parquet`` or its ``<table>-NNNNN`` parts)."""
-        folder = self.parquet_root / "canonical" / dataset
-        parts = sorted(folder.glob(f"{table}.parquet")) + sorted(folder.glob(f"{table}-*.parquet"))
+        parts = self.canonical_parts(dataset, table)
         if not parts:
             return None
         return pa.concat_tables([pq.read_table(p) for p in parts], promote_options="default")
