@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from assets.layout import key
 from assets.run_claim import check_scope
+from assets.run_gate import is_last_step
 from pipeline.config.model import BenchmarkConfig
 from pipeline.core.records import TurnRow
 from pipeline.datasets.convert import dataset_failure_path
@@ -328,7 +329,8 @@ def embeddings_asset(
         finally:
             reporter.close()
         compacted = encoder.compact()
-    results.refresh_catalog()
+    if is_last_step(context):  # else the run's last step refreshes it (assets/question_assets.py)
+        results.refresh_catalog()
     counts = {"model": encoder.model_name, "unit_texts": texts.units, "unique_texts": texts.unique}
     mark = {**counts, "fingerprint": fingerprint, "shards": shard_stamps(encoder.cache.directory)}
     (results.root / EMBEDDED_MARK).write_text(json.dumps(mark))
