@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pipeline.core.tokens import count_tokens
+from pipeline.core.tokens import count_tokens, note_count
 from pipeline.memory.base import MemoryUnit, RetrievalResult, RetrievedUnit
 
 ORDER_TIME: Final = "time"  # grouped by session, oldest first (how a conversation reads)
@@ -151,10 +151,15 @@ def ranked_result(
     def at_depth(cutoff: int) -> RetrievalResult:  # the first ``cutoff`` hits, rendered the same way
         return ranked_result(ranked[:cutoff], budget, order, positions, {**notes, "cutoff": cutoff}, score_column)
 
+    if fitted.tokens is None:
+        tokens = count_tokens(context)
+    else:
+        tokens = fitted.tokens
+        note_count(context, tokens)  # the stored row counts it again (pipeline/memory/retrieve.py)
     return RetrievalResult(
         units=tuple(retrieved(u, rank, s, score_column) for rank, (u, s) in enumerate(ranked, start=1)),
         context=context,
-        context_tokens=count_tokens(context) if fitted.tokens is None else fitted.tokens,
+        context_tokens=tokens,
         trimmed_units=fitted.trimmed_units,
         notes={
             **notes,

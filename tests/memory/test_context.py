@@ -2,20 +2,29 @@
 
 ``ranked_result`` no longer counts the rendered context again when the budget already summed its
 pieces (the count is additive over pieces joined by whitespace); these cases pin that the stored
-``context_tokens`` is exactly ``count_tokens(context)`` in both orders, with a budget that cuts,
-one that keeps everything, a truncated first unit and no budget.
+``context_tokens`` is exactly the pinned definition's count of the context (the regex itself, not
+``count_tokens``, which serves a long context's noted count) in both orders, with a budget that
+cuts, one that keeps everything, a truncated first unit and no budget.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import random
+import re
 
 import pytest
 
-from pipeline.core.tokens import count_tokens
+from pipeline.core.tokens import KNOWN_MIN_CHARS, count_tokens, note_count
 from pipeline.memory.base import MemoryUnit
 from pipeline.memory.context import ORDER_RANK, ORDER_TIME, ranked_result
+
+PINNED = re.compile(r"\w+|[^\w\s]")  # regex_word_punct, counted here without any cache
+
+
+def pinned_count(text: str) -> int:
+    return len(PINNED.findall(text))
+
 
 WORDS = ["I", "moved", "to", "Porto", "in", "May.", "don't", "5:30pm;", "(really)", "état", "--", "a,b", "x"]
 
@@ -39,9 +48,28 @@ def test_context_tokens_are_the_rendered_contexts_count(order: str, budget: int 
     ranked = _units(seed, 1 + seed * 3)
     positions = {u.unit_id: i for i, (u, _) in enumerate(ranked)}
     result = ranked_result(ranked, budget, order, positions, {})
-    assert result.context_tokens == count_tokens(result.context)
+    assert result.context_tokens == pinned_count(result.context) == count_tokens(result.context)
     cut = result.at_depth(2) if result.at_depth else None
-    assert cut is not None and cut.context_tokens == count_tokens(cut.context)
+    assert cut is not None and cut.context_tokens == pinned_count(cut.context)
+
+
+def test_a_long_context_is_counted_once() -> None:
+    """A context long enough to be remembered: its noted count is served, and it is the true count."""
+    ranked = [(u, s) for u, s in _units(3, 3000) if u.text]
+    result = ranked_result(ranked, 100_000, ORDER_TIME, {}, {})
+    assert len(result.context) >= KNOWN_MIN_CHARS
+    assert count_tokens(result.context) == result.context_tokens == pinned_count(result.context)
+
+
+def test_only_long_texts_are_remembered_and_only_the_last_few() -> None:
+    short = "a b c"
+    note_count(short, 99)
+    assert count_tokens(short) == 3
+    long_texts = [f"w{i} " * KNOWN_MIN_CHARS for i in range(70)]
+    for text in long_texts:
+        note_count(text, 7)
+    assert count_tokens(long_texts[-1]) == 7  # served as noted
+    assert count_tokens(long_texts[0]) == KNOWN_MIN_CHARS  # evicted: counted again
 
 
 def test_scores_go_to_the_named_column() -> None:
