@@ -7,6 +7,7 @@ a config lives under ``<config name>/`` (``sample/answers``), which makes each c
 of assets with its own partition status, exactly as each has its own results folder.
 """
 
+import multiprocessing
 import os
 import socket
 
@@ -56,10 +57,23 @@ def run_tags(cfg: BenchmarkConfig) -> dict[str, str]:
     return {TAG_CONFIG: cfg.config_name, TAG_CONFIG_HASH: cfg.config_hash, TAG_CONFIG_PATH: cfg.source}
 
 
+def run_worker_pid() -> int:
+    """The pid of the process this run lives in: the run worker, not a step's own process.
+
+    Why: Dagster's multiprocess executor (the default of the implicit asset job that backfills
+    run) starts each step in a child process that exits when the step ends. Tagging that child made
+    the next step of any other run reap the live run as "gone (killed)". A step child is a
+    ``multiprocessing`` child of the run worker (every start method records its creator), so its
+    parent is the process that lives as long as the run; in-process runs are their own worker.
+    """
+    parent = multiprocessing.parent_process()
+    return parent.pid if parent is not None and parent.pid is not None else os.getpid()
+
+
 def _process_tags() -> dict[str, str]:
-    """Where this run's steps execute: lets a later run tell that a killed run's process is gone."""
-    me = psutil.Process()
-    return {TAG_HOST: socket.gethostname(), TAG_PID: str(me.pid), TAG_PID_STARTED: f"{me.create_time():.3f}"}
+    """Where this run lives (its run worker): lets a later run tell that a killed run's process is gone."""
+    worker = psutil.Process(run_worker_pid())
+    return {TAG_HOST: socket.gethostname(), TAG_PID: str(worker.pid), TAG_PID_STARTED: f"{worker.create_time():.3f}"}
 
 
 def creator_tags() -> dict[str, str]:
@@ -86,15 +100,19 @@ def _process_gone(tags: dict[str, str]) -> bool:
         return True
 
 
-def _run_process(run: dg.DagsterRun) -> dict[str, str]:
-    """The process a run lives in: its steps' process once one started, else (never started) its creator.
+def run_process(run: dg.DagsterRun) -> dict[str, str]:
+    """The process a run lives in: its worker once a step claimed the run, else its creator.
 
-    Why only NOT_STARTED runs by their creator: a run launched from the UI is created by the code
-    server, not by the process that runs it; once it is past NOT_STARTED its creator says nothing.
+    Why the creator until the first claim: a run killed before RUN_START (NOT_STARTED) or between
+    RUN_START and its first step's claim (STARTED, no pid tag yet) has no other trace of its process.
+    For ``dagster job execute`` the creator is the run's own process. A run launched from the UI is
+    created by the code server, which outlives the run: such a run is then never reaped here, which
+    errs on the safe side (the daemon's run monitoring watches launched runs).
     """
-    if run.status == dg.DagsterRunStatus.NOT_STARTED:
-        return _creator_process(dict(run.tags))
-    return dict(run.tags)
+    tags = dict(run.tags)
+    if run.status == dg.DagsterRunStatus.NOT_STARTED or TAG_PID not in tags:
+        return _creator_process(tags)
+    return tags
 
 
 def reap_dead_runs(instance: dg.DagsterInstance, exclude: str) -> list[str]:
@@ -108,8 +126,8 @@ def reap_dead_runs(instance: dg.DagsterInstance, exclude: str) -> list[str]:
     reaped = []
     statuses = [*_ALIVE_STATUSES, dg.DagsterRunStatus.NOT_STARTED]
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=statuses)):
-        process = _run_process(run)
-        if run.run_id != exclude and process.get(TAG_PID) != str(os.getpid()) and _process_gone(process):
+        process = run_process(run)
+        if run.run_id != exclude and process.get(TAG_PID) != str(run_worker_pid()) and _process_gone(process):
             instance.report_run_failed(
                 run, f"membench: the process of run {run.run_id} is gone (killed); marked failed"
             )

@@ -22,7 +22,9 @@ from assets.layout import (
     _process_tags,
     prefix_of,
     reap_dead_runs,
+    run_process,
     run_tags,
+    run_worker_pid,
 )
 from assets.run_gate import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
 from pipeline.config.model import BenchmarkConfig
@@ -103,7 +105,7 @@ def refuse_colliding_run(context: dg.AssetExecutionContext, cfg: BenchmarkConfig
         keys = [k for ds in config_keys(cfg, cfg.resolved_results_dir() / "parquet") for k in ds.keys]
         return {k: i for i, k in enumerate(keys)}
 
-    holder = holding_run(context.instance, context.run, cfg.config_name, key_order, str(os.getpid()))
+    holder = holding_run(context.instance, context.run, cfg.config_name, key_order, str(run_worker_pid()))
     if holder is not None:
         raise dg.Failure(refusal(cfg.config_name, holder))
 
@@ -123,5 +125,5 @@ def live_run_of(config: str) -> str | None:
         runs = instance.get_runs(filters=dg.RunsFilter(statuses=list(LIVE), tags={TAG_CONFIG: config}))
     finally:
         instance.dispose()
-    live = [r.run_id for r in runs if not _process_gone(dict(r.tags))]
+    live = [r.run_id for r in runs if not _process_gone(run_process(r))]
     return live[0] if live else None

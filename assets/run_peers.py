@@ -11,12 +11,11 @@ was, and the next run refreshes it.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dagster as dg
 
-from assets.layout import TAG_CONFIG, TAG_PID, _process_gone
+from assets.layout import TAG_CONFIG, TAG_PID, _process_gone, run_worker_pid
 from assets.run_claim import key_span, overlaps
 from pipeline.util.filelock import file_lock
 
@@ -59,11 +58,13 @@ def _pending_peers(
     partitions_def: dg.PartitionsDefinition,
     forget_ended: bool,
 ) -> list[str]:
+    run = instance.get_run_by_id(run.run_id) or run  # the step's context.run is the launch-time snapshot
     config = run.tags.get(TAG_CONFIG)
     if not config:
         return []
     ended = results / ENDED_DIR
-    others = instance.get_runs(filters=dg.RunsFilter(statuses=list(UNFINISHED), tags={TAG_CONFIG: config}))
+    unfinished = instance.get_runs(filters=dg.RunsFilter(statuses=list(UNFINISHED)))
+    others = [o for o in unfinished if of_config(o, config)]
     if forget_ended and ended.is_dir():
         live = {o.run_id for o in others}
         for mark in ended.iterdir():  # ends of runs that are over: no longer needed
@@ -75,9 +76,20 @@ def _pending_peers(
         tags = dict(other.tags)
         if other.run_id == run.run_id or (ended / other.run_id).exists():
             continue
-        if tags.get(TAG_PID) == str(os.getpid()) or _process_gone(tags):
+        if tags.get(TAG_PID) == str(run_worker_pid()) or _process_gone(tags):
             continue
         order = order or {k: i for i, k in enumerate(partitions_def.get_partition_keys())}
         if not overlaps(key_span(run.tags, order), key_span(tags, order)):
             pending.append(other.run_id)
     return pending
+
+
+def of_config(run: dg.DagsterRun, config: str) -> bool:
+    """Whether ``run`` is a run of ``config``: tagged so, or (not claimed yet) selecting its assets.
+
+    Why the selection: a backfill's runs are Dagster's implicit asset job, created without membench's
+    tags; the tag arrives with the run's first step. A queued chunk is a peer all the same.
+    """
+    if TAG_CONFIG in run.tags:
+        return run.tags[TAG_CONFIG] == config
+    return any(k.path[0] == config for k in run.asset_selection or ())

@@ -162,3 +162,51 @@ def test_asking_mid_run_does_not_mark_the_run_ended(tmp_path: Path, instance: dg
     assert peers_running(instance, second, tmp_path, PARTS) == [first.run_id]  # first has not ended
     assert peers_still_running(instance, first, tmp_path, PARTS) == [second.run_id]
     assert peers_running(instance, second, tmp_path, PARTS) == []  # first ended: second is the last
+
+
+def _backfill_chunk(instance: dg.DagsterInstance, first: int, last: int, status: dg.DagsterRunStatus) -> dg.DagsterRun:
+    """A chunk of a UI backfill: Dagster's implicit asset job, created with no membench tag at all."""
+    run = dg.DagsterRun(
+        job_name="__ASSET_JOB",
+        run_id=str(uuid.uuid4()),
+        status=status,
+        tags={RANGE_START_TAG: KEYS[first], RANGE_END_TAG: KEYS[last]},
+        asset_selection=frozenset({dg.AssetKey(["bench", "answers"])}),
+    )
+    return instance.add_run(run)
+
+
+def _claimed(instance: dg.DagsterInstance, run: dg.DagsterRun) -> None:
+    """What a chunk's first step does (check_scope): tag the run with its config and process."""
+    process = {TAG_HOST: socket.gethostname(), TAG_PID: "1", TAG_PID_STARTED: _pid1_started()}
+    instance.add_run_tags(run.run_id, {TAG_CONFIG: "bench", **process})
+
+
+def test_backfill_chunks_tagged_after_launch_still_leave_the_report_to_the_last(
+    tmp_path: Path, instance: dg.DagsterInstance
+) -> None:
+    """Issue 38 item 2: each step holds the launch-time snapshot of its run, without the config tag its
+    first step added, and the other chunks are untagged until they start; every chunk then refreshed.
+    """
+    started = [_backfill_chunk(instance, 2 * i, 2 * i + 1, dg.DagsterRunStatus.STARTED) for i in range(K - 1)]
+    # not started yet (the UI shows it queued; a QUEUED test run would need a code location origin)
+    queued = _backfill_chunk(instance, 2 * (K - 1), 2 * K - 1, dg.DagsterRunStatus.NOT_STARTED)
+    other_config = _backfill_chunk(instance, 0, 1, dg.DagsterRunStatus.NOT_STARTED)
+    instance.add_run_tags(other_config.run_id, {TAG_CONFIG: "other"})
+    for run in started:
+        _claimed(instance, run)
+    snapshots = [*started, queued]  # as each step's context.run holds them: no membench tag
+    assert all(TAG_CONFIG not in r.tags for r in snapshots)
+
+    assert sorted(peers_running(instance, started[0], tmp_path, PARTS)) == sorted(
+        r.run_id for r in snapshots[1:]
+    )  # the queued chunk, not claimed yet, is a peer; the other config's run is not
+    refreshers = []
+    for i, run in enumerate(snapshots):  # the chunks end one after the other
+        if run is queued:
+            _claimed(instance, run)
+        later = peers_still_running(instance, run, tmp_path, PARTS)
+        assert sorted(later) == sorted(r.run_id for r in snapshots[i + 1 :])
+        if not later:
+            refreshers.append(run.run_id)
+    assert refreshers == [queued.run_id]
