@@ -2,12 +2,11 @@
 
 The real definitions of a two-dataset config (LongMemEval oracle sample: ``good`` and a copy
 ``bad``) run ``full_benchmark``. The copy is broken on its FIRST load (no earlier canonical
-tables: a truncated file, a non-UTF-8 byte): the embeddings step and every stage go on, the good
-dataset's questions are judged, the bad dataset's questions (those the definitions know) are
-failed in every stage with an error naming the load failure, Dagster partition status equals
-``progress``, and the run ends failed with a summary that names the dataset. Or it is broken after
-a good load (a later run, or a file removed after the definitions loaded, which converted it:
-pipeline/datasets/keys.py): its earlier tables are kept and the run still ends failed, naming it.
+tables: a truncated file, a non-UTF-8 byte, a file removed after the definitions loaded) or after
+a good load. Every case: the embeddings step and every stage go on, the good dataset's questions
+are judged, the bad dataset's questions (those the definitions know) are failed in every stage
+with an error naming the load failure, Dagster partition status equals ``progress``, and the run
+ends failed with a summary that names the dataset.
 """
 
 from __future__ import annotations
@@ -96,42 +95,22 @@ def _assert_isolated(result: dg.ExecuteInProcessResult, store: ResultStore, keys
     return message
 
 
-@pytest.mark.parametrize("how", ["truncated", "non_utf8"])
+@pytest.mark.parametrize("how", ["truncated", "non_utf8", "removed_after_load"])
 def test_a_dataset_broken_on_its_first_load_fails_only_its_questions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     bad = tmp_path / "bad.json"
     bad.write_bytes(SAMPLE.read_bytes())
-    _break(bad, how)
+    if how != "removed_after_load":
+        _break(bad, how)
     config = _config(tmp_path, bad)
     keys = partition_keys(load_config(str(config)))
     store = ResultStore(results_dir=str(tmp_path / "res"))
     with dg.instance_for_test() as instance:
-        result = _run(config, instance)
+        result = _run(config, instance, bad.unlink if how == "removed_after_load" else None)
         message = _assert_isolated(result, store, keys)
         assert "dataset bad failed to load" in message
-        assert status_mismatches(instance, "twods", keys, store) == []
-
-
-def test_a_dataset_removed_after_the_definitions_loaded_keeps_the_tables_they_converted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The definitions converted the file for its keys: the run's failed load keeps those tables."""
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    bad = tmp_path / "bad.json"
-    bad.write_bytes(SAMPLE.read_bytes())
-    config = _config(tmp_path, bad)
-    keys = partition_keys(load_config(str(config)))
-    store = ResultStore(results_dir=str(tmp_path / "res"))
-    with dg.instance_for_test() as instance:
-        result = _run(config, instance, bad.unlink)
-        assert not result.success
-        message = result.get_step_failure_events()[-1].step_failure_data.error.message  # type: ignore[union-attr]
-        assert "dataset bad failed to load" in message and "earlier tables" in message
-        for dataset in ("good", "bad"):
-            done = _progress(store, dataset)
-            assert all(done[(k, "judgments")][0] == "done" for k in keys if k.startswith(f"{dataset}__"))
         assert status_mismatches(instance, "twods", keys, store) == []
 
 
