@@ -56,7 +56,6 @@ from pipeline.datasets.base import LOADER_VERSION, DatasetFileError, KeyConflict
 from pipeline.datasets.loaders import LOADERS
 from pipeline.datasets.slicing import sliced
 from pipeline.store.results import ResultStore, write_parquet_atomic
-from pipeline.util.filelock import file_lock
 
 MANIFEST = "_manifest.json"
 DATASET_FAILURES_DIR = "dataset_failures"  # parquet/dataset_failures/<dataset>.parquet
@@ -353,11 +352,6 @@ def _limited(
             log(f"{writer.dataset}: {n} questions read")
 
 
-def conversion_lock(store: ResultStore, dataset: str) -> Path:
-    """The lock one conversion of ``dataset`` holds (``canonical/.locks/<dataset>.lock``)."""
-    return store.parquet_root / "canonical" / ".locks" / f"{dataset}.lock"
-
-
 def convert_dataset(
     ds: DatasetConfig,
     store: ResultStore,
@@ -366,25 +360,7 @@ def convert_dataset(
     base_dir: Path = PROJECT_ROOT,
     batch_rows: int = BATCH_ROWS,
 ) -> ConvertStats:
-    """Write ``canonical/<ds.name>/*.parquet`` from ``ds.path`` (skipped when unchanged).
-
-    One conversion of a dataset at a time (a file lock): the definitions convert a dataset when
-    they load (pipeline/datasets/keys.py) and the canonical asset converts it in a run, so two
-    processes may reach it at once; the second waits and finds the tables up to date, and neither
-    removes the other's staging folder as a stale one (``recover_staging``).
-    """
-    with file_lock(conversion_lock(store, ds.name)):
-        return _convert_dataset(ds, store, log, base_dir=base_dir, batch_rows=batch_rows)
-
-
-def _convert_dataset(
-    ds: DatasetConfig,
-    store: ResultStore,
-    log: Callable[[str], None],
-    *,
-    base_dir: Path,
-    batch_rows: int,
-) -> ConvertStats:
+    """Write ``canonical/<ds.name>/*.parquet`` from ``ds.path`` (skipped when unchanged)."""
     start = time.monotonic()
     src = ds.resolved_path(base_dir)
     loader = LOADERS.get(ds.loader)

@@ -2,33 +2,27 @@
 
 Why before: Dagster partitions are fixed when the definitions load, and a run over every question
 (``dagster job execute -j full_benchmark``) is a run over the whole partition range, so the keys
-must be known then, not discovered by the canonical asset halfway through the run. They are read
-from the canonical tables, converted here when they are not up to date with the source file (the
-canonical asset then finds them so and skips its conversion: a dataset is parsed once, not once
-for its keys and again for its tables, ~6 s of LongMemEval_S). A file that cannot be converted
-falls back to one scan of the file with the same loader (the keys up to its error), cached under
-``parquet/canonical/.keys/`` by the source's (path, size, mtime, loader version, limit); the
-canonical asset then records the dataset's failure as before.
+must be known then, not discovered by the canonical asset halfway through the run. They come from
+the same loader the canonical asset uses (so the two never disagree), read from the canonical
+tables when those are up to date with the source file, else from one scan of the source file,
+cached under ``parquet/canonical/.keys/`` by the source's (path, size, mtime, loader version, limit).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.config.model import PROJECT_ROOT, BenchmarkConfig, DatasetConfig
 from pipeline.datasets.base import DatasetFileError
-from pipeline.datasets.convert import _source_manifest, _stored_keys, _up_to_date, convert_dataset
+from pipeline.datasets.convert import _source_manifest, _stored_keys, _up_to_date
 from pipeline.datasets.loaders import LOADERS
 from pipeline.datasets.slicing import sliced
-from pipeline.store.results import ResultStore
 
 KEYS_DIR = ".keys"
-_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -55,17 +49,6 @@ def _scan(ds: DatasetConfig, src: Path) -> tuple[list[str], str | None]:
     return keys, None
 
 
-def _convert(ds: DatasetConfig, parquet_root: Path, base_dir: Path) -> tuple[str, ...] | None:
-    """The keys of the dataset's canonical tables, converted now; None when it cannot be converted
-    (the scan then says why: its error is the dataset's)."""
-    store = ResultStore(results_dir=str(parquet_root.parent))
-    try:
-        return convert_dataset(ds, store, _log.info, base_dir=base_dir).partition_keys
-    except Exception as exc:  # any failure: the scan (and later the canonical asset) reports it
-        _log.info("dataset %s: not converted while loading the definitions (%s); its file is scanned", ds.name, exc)
-        return None
-
-
 def dataset_keys(ds: DatasetConfig, parquet_root: Path, base_dir: Path = PROJECT_ROOT) -> DatasetKeys:
     """The dataset's keys: canonical tables if current, else the cached scan, else a new scan."""
     src = ds.resolved_path(base_dir)
@@ -82,9 +65,6 @@ def dataset_keys(ds: DatasetConfig, parquet_root: Path, base_dir: Path = PROJECT
         cached = json.loads(cache.read_text())
         if cached.get("input") == source:
             return DatasetKeys(ds.name, tuple(cached["keys"]), cached.get("error"))
-    converted = _convert(ds, parquet_root, base_dir)
-    if converted is not None:
-        return DatasetKeys(ds.name, converted)
     keys, error = _scan(ds, src)
     if error is not None:  # the canonical asset keeps this dataset's earlier tables: keep their questions too
         with contextlib.suppress(OSError, ValueError):

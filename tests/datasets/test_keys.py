@@ -49,35 +49,3 @@ def test_missing_file_gives_no_keys_and_a_named_error(tmp_path: Path) -> None:
     ds = DatasetConfig(name="d", loader="locomo", path=str(tmp_path / "absent.json"))
     keys = dataset_keys(ds, tmp_path / "parquet")
     assert keys.keys == () and "absent.json" in (keys.error or "")
-
-
-def test_keys_at_load_convert_the_dataset_once(tmp_path: Path) -> None:
-    """The definitions convert a dataset for its keys; the canonical asset's conversion then skips it."""
-    ds = DatasetConfig(name="d", loader="longmemeval", path=str(SAMPLES / "longmemeval_s_sample.json"))
-    store = ResultStore(results_dir=str(tmp_path / "res"))
-    keys = dataset_keys(ds, store.parquet_root)
-    assert keys.error is None and len(keys.keys) == 8
-    assert store.canonical_path("d", "questions").exists()
-    assert convert_dataset(ds, store, lambda _m: None).skipped
-
-
-def test_a_file_that_cannot_be_converted_is_scanned_for_its_keys(tmp_path: Path) -> None:
-    broken = tmp_path / "broken.json"
-    text = (SAMPLES / "longmemeval_s_sample.json").read_text()
-    broken.write_text(text[: len(text) // 2])  # truncated: the records before the cut are readable
-    ds = DatasetConfig(name="d", loader="longmemeval", path=str(broken))
-    store = ResultStore(results_dir=str(tmp_path / "res"))
-    keys = dataset_keys(ds, store.parquet_root)
-    assert keys.error is not None and "broken.json" in keys.error
-    assert not store.canonical_path("d", "questions").exists()  # nothing half-written
-
-
-def test_concurrent_conversions_of_a_dataset_wait_for_each_other(tmp_path: Path) -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    ds = DatasetConfig(name="d", loader="locomo", path=str(SAMPLES / "locomo_sample.json"))
-    store = ResultStore(results_dir=str(tmp_path / "res"))
-    with ThreadPoolExecutor(3) as pool:
-        stats = list(pool.map(lambda _i: convert_dataset(ds, store, lambda _m: None), range(3)))
-    assert sorted(s.skipped for s in stats) == [False, True, True]
-    assert len({s.partition_keys for s in stats}) == 1
