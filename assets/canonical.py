@@ -22,6 +22,7 @@ from dagster import AssetExecutionContext
 
 from assets.layout import CANONICAL_TABLES, key, prefix_of
 from assets.run_claim import check_scope
+from assets.run_gate import is_last_step
 from pipeline.config.model import BenchmarkConfig
 from pipeline.core.records import TABLES
 from pipeline.datasets.convert import ConvertStats, convert_datasets
@@ -170,7 +171,8 @@ def convert_all(
     keys = [k for ds in names for k in question_keys(store, ds)]
     check_partition_keys(context, keys, known)
     context.log.info(f"{len(keys)} question partitions for datasets {names}")
-    store.refresh_catalog()
+    if is_last_step(context):  # else the run's last step refreshes it (assets/question_assets.py)
+        store.refresh_catalog()
     for table in CANONICAL_TABLES:
         meta = _table_metadata(stats, table)
         if table == "questions":

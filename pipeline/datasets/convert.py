@@ -37,6 +37,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,7 @@ class ConvertStats:
 def table_from_rows(rows: Iterable[Any], schema: pa.Schema) -> pa.Table:
     """Frozen dataclass rows -> Arrow table, column by column (much faster than asdict)."""
     rows = list(rows)
-    arrays = [pa.array([getattr(r, f.name) for r in rows], type=f.type) for f in schema]
+    arrays = [pa.array(list(map(attrgetter(f.name), rows)), type=f.type) for f in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 

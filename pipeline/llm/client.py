@@ -411,8 +411,10 @@ class OpenAIChatClient(BaseModel):
         # normalise_messages checked each is a {role: str, content: str} mapping; the SDK's
         # TypedDict union of message params cannot be narrowed to from dict[str, Any] statically
         sdk_messages = cast("list[ChatCompletionMessageParam]", messages)
-        # booked inside the gate, right before sending: a request held by the gate spends no budget
-        with rt.gate, booked(rt.limiter, reserve_tokens(messages, standard["max_tokens"])) as booking:
+        # booked inside the gate, right before sending: a request held by the gate spends no budget; the
+        # prompt is counted only for a budget (a full context is ~8k tokens: ~1 ms of every request)
+        reserve = reserve_tokens(messages, standard["max_tokens"]) if rt.limiter is not None else 0
+        with rt.gate, booked(rt.limiter, reserve) as booking:
             body = self._send(rt, client, lambda: self._request(client, model, sdk_messages, extra))
             if isinstance(body, Failure):
                 return body

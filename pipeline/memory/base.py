@@ -51,6 +51,15 @@ class RetrievedUnit:
     rerank: float | None = None
 
 
+def unit_row(unit: RetrievedUnit) -> dict[str, Any]:
+    """A ranked unit as a RETRIEVED_UNIT_TYPE row: its fields, ``turn_ids`` as a list.
+
+    Why not ``asdict``: it deep-copies each field, and a LongMemEval_S turn ranking stores every
+    one of ~500 units per question; the fields are plain values, so a shallow copy is the same row.
+    """
+    return {**vars(unit), "turn_ids": list(unit.turn_ids)}
+
+
 @dataclass(frozen=True)
 class RetrievalResult:
     """Ranked units and the context string actually handed to the reader.

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pipeline.core.tokens import count_tokens
+from pipeline.core.tokens import count_tokens, note_count
 from pipeline.memory.base import MemoryUnit, RetrievalResult, RetrievedUnit
 
 ORDER_TIME: Final = "time"  # grouped by session, oldest first (how a conversation reads)
@@ -74,6 +74,7 @@ class FittedContext:
     units: tuple[MemoryUnit, ...]  # the units kept, in the order given (not yet re-ordered)
     trimmed_units: int  # units dropped whole by the budget
     truncated: bool  # the single kept unit was cut to fit (only when nothing else fits)
+    tokens: int | None = None  # the rendered context's count, known when the budget summed it
 
 
 def _cost(unit: MemoryUnit, order: str, seen: set[tuple[str, int]]) -> int:
@@ -93,7 +94,7 @@ def fit_budget(priority: Sequence[MemoryUnit], budget: int | None, order: str) -
     even the first unit fits, it is truncated to the budget rather than returning an empty context.
     """
     if budget is None:
-        return FittedContext(tuple(priority), 0, False)
+        return FittedContext(tuple(priority), 0, False)  # nothing counted: the caller counts the render
     kept: list[MemoryUnit] = []
     seen: set[tuple[str, int]] = set()
     used = 0
@@ -105,7 +106,8 @@ def fit_budget(priority: Sequence[MemoryUnit], budget: int | None, order: str) -
         seen.add((unit.session_key, unit.session_position))
         used += cost
     if kept or not priority:
-        return FittedContext(tuple(kept), len(priority) - len(kept), False)
+        # the count is additive over the pieces (see the module docstring): ``used`` is the render's
+        return FittedContext(tuple(kept), len(priority) - len(kept), False, used)
     first = priority[0]
     overhead = _cost(first, order, set()) - count_tokens(first.text)
     cut = _replace_text(first, truncate_to_tokens(first.text, budget - overhead))
@@ -119,16 +121,13 @@ def _replace_text(unit: MemoryUnit, text: str) -> MemoryUnit:
     )  # fmt: skip
 
 
-def retrieved(unit: MemoryUnit, rank: int, semantic: float | None = None) -> RetrievedUnit:
-    """A ranked unit for the ``retrievals`` table (single-channel systems: semantic score only)."""
-    return RetrievedUnit(
-        unit_id=unit.unit_id,
-        rank=rank,
-        session_key=unit.session_key,
-        turn_ids=unit.turn_ids,
-        text=unit.text,
-        semantic=semantic,
-    )
+def retrieved(unit: MemoryUnit, rank: int, score: float | None = None, column: str = "semantic") -> RetrievedUnit:
+    """A ranked unit for the ``retrievals`` table, its score in ``column`` (``semantic`` or ``bm25``)."""
+    if column == "bm25":
+        return RetrievedUnit(unit.unit_id, rank, unit.session_key, unit.turn_ids, unit.text, bm25=score)
+    if column != "semantic":
+        raise ValueError(f"a single-channel score goes in 'semantic' or 'bm25', not {column!r}")
+    return RetrievedUnit(unit.unit_id, rank, unit.session_key, unit.turn_ids, unit.text, semantic=score)
 
 
 def ranked_result(
@@ -137,23 +136,30 @@ def ranked_result(
     order: str,
     positions: dict[str, int],
     notes: dict[str, Any],
+    score_column: str = "semantic",
 ) -> RetrievalResult:
     """Ranked hits -> result: every hit listed with its score, the context cut to ``budget``.
 
     The ``units`` column keeps all ranked hits (retrieval metrics at k need them, even the ones the
-    budget cut); ``trimmed_units`` says how many of them did not reach the reader.
+    budget cut); ``trimmed_units`` says how many of them did not reach the reader. ``score_column``:
+    the column of ``retrievals.units`` that holds the scores.
     """
     fitted = fit_budget([u for u, _ in ranked], budget, order)
     shown = time_sorted(fitted.units, positions) if order == ORDER_TIME else list(fitted.units)
     context = render(shown, order)
 
     def at_depth(cutoff: int) -> RetrievalResult:  # the first ``cutoff`` hits, rendered the same way
-        return ranked_result(ranked[:cutoff], budget, order, positions, {**notes, "cutoff": cutoff})
+        return ranked_result(ranked[:cutoff], budget, order, positions, {**notes, "cutoff": cutoff}, score_column)
 
+    if fitted.tokens is None:
+        tokens = count_tokens(context)
+    else:
+        tokens = fitted.tokens
+        note_count(context, tokens)  # the stored row counts it again (pipeline/memory/retrieve.py)
     return RetrievalResult(
-        units=tuple(retrieved(u, rank, s) for rank, (u, s) in enumerate(ranked, start=1)),
+        units=tuple(retrieved(u, rank, s, score_column) for rank, (u, s) in enumerate(ranked, start=1)),
         context=context,
-        context_tokens=count_tokens(context),
+        context_tokens=tokens,
         trimmed_units=fitted.trimmed_units,
         notes={
             **notes,

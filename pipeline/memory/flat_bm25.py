@@ -10,12 +10,8 @@ Each ranked unit carries its BM25 score in the ``bm25`` column.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from pydantic import Field
 
-from pipeline.core.records import QuestionRow
-from pipeline.memory.base import RetrievalResult
 from pipeline.memory.flat_corpus import FlatMemory, FlatParams
 from pipeline.memory.okapi import EPSILON, K1, B, OkapiIndex, argsort_order, tokenize
 
@@ -35,6 +31,7 @@ class FlatBm25Memory(FlatMemory):
     params_model = FlatBm25Params
     kind = KIND
     uses_encoder = False
+    score_column = "bm25"  # each ranked unit's BM25 score, not a ``semantic`` one
 
     def _changed(self) -> None:
         self._index: OkapiIndex | None = None
@@ -48,18 +45,9 @@ class FlatBm25Memory(FlatMemory):
 
     def ranking(self, question: str) -> list[tuple[int, float]]:
         scores = self.index().scores(tokenize(question))
-        return [(i, float(scores[i])) for i in argsort_order(scores)]
-
-    def retrieve(self, question: QuestionRow) -> RetrievalResult:
-        """The flat result with each score in the ``bm25`` column (not ``semantic``)."""
-        return _bm25_columns(super().retrieve(question))
+        order = argsort_order(scores)
+        return list(zip(order, scores[order].tolist(), strict=True))
 
     def notes(self) -> dict[str, object]:
         return {"protocol": PROTOCOL}
 
-
-def _bm25_columns(result: RetrievalResult) -> RetrievalResult:
-    """``result`` (and each of its depth cuts) with the scores in the ``bm25`` column."""
-    units = tuple(replace(u, semantic=None, bm25=u.semantic) for u in result.units)
-    depth = result.at_depth
-    return replace(result, units=units, at_depth=None if depth is None else lambda c: _bm25_columns(depth(c)))

@@ -64,6 +64,7 @@ class FlatMemory:
 
     kind: str
     params_model: type[FlatParams] = FlatParams
+    score_column = "semantic"  # the ``retrievals.units`` column of the scores
     version = 1
     uses_llm = False
 
@@ -92,10 +93,12 @@ class FlatMemory:
     def retrieve(self, question: QuestionRow) -> RetrievalResult:
         ranked = self.ranking(question.question)[: self.params.top_k] if self.units else []  # [:None] = all
         positions = {u.unit_id: i for i, u in reversed(list(enumerate(self.units)))}
-        notes = {"top_k": self.params.top_k, "granularity": self.params.granularity, "index_units": len(self.units),
-                 "roles": list(self.params.roles)}  # fmt: skip
+        p = self.params
+        notes: dict[str, object] = {"top_k": p.top_k, "granularity": p.granularity, "index_units": len(self.units),
+                                    "roles": list(p.roles)}  # fmt: skip
         hits = [(self.units[i], score) for i, score in ranked]
-        return ranked_result(hits, self.params.token_budget, self.params.order, positions, {**notes, **self.notes()})
+        notes |= self.notes()
+        return ranked_result(hits, self.params.token_budget, self.params.order, positions, notes, self.score_column)
 
     def notes(self) -> dict[str, object]:
         """What the subclass adds to the retrieval notes (protocol, model)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -21,7 +21,7 @@ from pipeline.core.records import QuestionRow
 from pipeline.core.status import STATUS_FAILED
 from pipeline.core.tokens import count_tokens
 from pipeline.core.units import base_system, cutoff_of
-from pipeline.memory.base import MemorySystem, RetrievalResult
+from pipeline.memory.base import MemorySystem, RetrievalResult, unit_row
 from pipeline.memory.checkpoint import load
 from pipeline.memory.cutoffs import at_depth
 from pipeline.memory.ingest import MemoryRun, haystack_groups
@@ -124,7 +124,7 @@ def payload_of(memory: OpenMemory, result: RetrievalResult, latency: float) -> d
     return {
         "system_kind": memory.spec.kind,
         "haystack_id": memory.haystack_id,
-        "units": [{**asdict(u), "turn_ids": list(u.turn_ids)} for u in result.units],
+        "units": [unit_row(u) for u in result.units],
         "context": result.context,
         "context_tokens": count_tokens(result.context),  # the pinned definition, whatever the system said
         "trimmed_units": result.trimmed_units,

@@ -149,7 +149,10 @@ def effective_k(ids: Sequence[str], k: int) -> int:
     which a slice treats as the whole ranking).
     """
     ek = k
-    while ek <= len(ids) and len(set(ids[:ek])) < k:
+    seen = set(ids[:ek])  # = set(ids[:ek]) at every test below, kept up to date one entry at a time
+    while ek <= len(ids) and len(seen) < k:
+        if ek < len(ids):
+            seen.add(ids[ek])
         ek += 1
     return ek
 

@@ -19,7 +19,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.store.results import LEGACY_UNIT_HASH, UNIT_HASH, with_unit_hash, write_parquet_atomic
+from pipeline.core.status import STATUS_FAILED
+from pipeline.store.results import (
+    LEGACY_UNIT_HASH,
+    UNIT_HASH,
+    read_parquet_file,
+    with_unit_hash,
+    write_parquet_atomic,
+)
 
 INDEX_DIR = "_index"
 COLUMNS = ("unit", "unit_hash", "record_hash", "status", "error")
@@ -74,7 +81,7 @@ class StageIndex:
         if key not in self.files:
             return None
         if key not in self.rows:
-            table = with_unit_hash(pq.read_table(self.dir / f"{key}.parquet"))
+            table = with_unit_hash(read_parquet_file(self.dir / f"{key}.parquet"))
             self.put(key, table)
             self.reads += 1
         return self.rows[key]
@@ -106,3 +113,22 @@ class StageIndex:
                 out += [{"partition_key": key, "size": stamp[0], "mtime_ns": stamp[1], **r} for r in rows]
         write_parquet_atomic(self.path, pa.Table.from_pylist(out, schema=_SCHEMA))
         self._dirty = False
+
+
+def stage_failures(parquet_root: Path, stage: str, keys: list[str]) -> list[tuple[str, str]]:
+    """(key, errors) of the ``keys`` that the ``progress`` view calls failed in ``stage``, by key.
+
+    The view's rule, read from the stage's own files (through the index) instead of the catalog: a
+    question failed when a stored row of it failed; its errors are those rows' errors joined by
+    `` | `` (``progress.errors``), ``failed`` when none was given. Why not the view: it needs a
+    catalog rebuilt after the stage (every file's footer bound again, seconds on a large folder),
+    and the stage's check runs right after the stage wrote those files.
+    """
+    index = StageIndex(parquet_root, stage)
+    failed: list[tuple[str, str]] = []
+    for key in sorted(set(keys)):
+        rows = [r for r in index.rows_for(key) or () if r["status"] == STATUS_FAILED]
+        if rows:
+            failed.append((key, " | ".join(r["error"] for r in rows if r["error"] is not None) or "failed"))
+    index.save()  # files read here are indexed for the next run
+    return failed

@@ -137,3 +137,35 @@ def test_progress_reporter_logs_lines() -> None:
     reporter(EmbedProgress(0, 10, 0.0, 100.0, 0.0))
     reporter(EmbedProgress(10, 10, 100.0, 100.0, 2.0))
     assert lines[-1] == "embeddings: 10/10 new texts (100.0%), 5.0 texts/s, ETA 0 s"
+
+
+def _systems_config(tmp_path: Path, systems: list[dict], readers: list[dict]) -> Path:
+    cfg = yaml.safe_load(_config(tmp_path).read_text())
+    cfg |= {"memory_systems": systems, "readers": readers}
+    path = tmp_path / "systems.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_datasets_whose_systems_read_no_vectors_are_not_embedded(tmp_path: Path) -> None:
+    """flat_bm25 reads no unit vector: its dataset is embedded only for a reader that does, in a run that answers."""
+    from assets.embeddings import embedded_datasets
+    from pipeline.kinds.resolve import load_benchmark
+
+    systems = [
+        {"name": "bm25", "kind": "flat_bm25", "datasets": ["b"]},
+        {"name": "rag", "kind": "rag", "datasets": ["a"]},
+    ]
+    offline = load_benchmark(str(_systems_config(tmp_path, systems, [{"name": "offline", "kind": "offline"}])))
+    assert embedded_datasets(offline, answering=False) == ["a"]
+    assert embedded_datasets(offline, answering=True) == ["a", "b"]  # the offline reader embeds retrieved turns
+
+
+def test_asset_skips_datasets_nothing_reads(toy: tuple[Path, ResultStore], tmp_path: Path) -> None:
+    cfg_path = _systems_config(tmp_path, [{"name": "bm25", "kind": "flat_bm25"}], [])
+    cfg = load_config(cfg_path)
+    asset = build_embeddings(cfg.config_name)
+    result = dg.materialize([asset], resources=build_resources(cfg))
+    meta = result.asset_materializations_for_node(asset.node_def.name)[0].metadata
+    assert (meta["unique_texts"].value, meta["newly_embedded"].value) == (0, 0)
+    assert meta["datasets_not_embedded"].value == "a, b"

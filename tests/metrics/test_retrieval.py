@@ -294,3 +294,20 @@ def test_turn2session_ranked_counts_sessions() -> None:
     assert ranked.ids == ("A", "noans:A", "A", "X")
     assert len(ranked) == 3 and ranked.n_relevant == 2
     assert evidence_recall(ranked, T2S_GOLD.sessions) == 1.0
+
+
+def test_effective_k_equals_the_official_loop_on_random_rankings() -> None:
+    """The incremental set gives the cut-off of LongMemEval's loop (a fresh set per step), whatever the ids."""
+    import random
+
+    def official(ids: list[str], k: int) -> int:
+        ek = k
+        while ek <= len(ids) and len(set(ids[:ek])) < k:
+            ek += 1
+        return ek
+
+    rng = random.Random(7)
+    for _ in range(500):
+        ids = [rng.choice("abcdefghij") for _ in range(rng.randrange(0, 40))]
+        k = rng.randrange(1, 15)
+        assert effective_k(ids, k) == official(ids, k), (ids, k)

@@ -247,3 +247,19 @@ def test_compute_runs_with_fewer_young_collections(setup: tuple[ConfigFile, Path
     )
     assert seen and set(seen) == {YOUNG_COLLECTION_EVERY}
     assert gc.get_threshold() == before
+
+
+def test_stage_failures_equal_the_progress_views_failed_questions(setup: tuple[ConfigFile, Path]) -> None:
+    """The stages' checks read failures from the stage files: the same keys and errors as ``progress``."""
+    from pipeline.run.status_index import stage_failures
+
+    res, _ = setup
+    store = res.store()
+    FAIL.add("d__q2")
+    run_stage(res, KEYS)
+    sql = "SELECT partition_key, errors FROM progress WHERE stage = 'answers' AND status = 'failed' ORDER BY 1"
+    from_view = [(r["partition_key"], r["errors"]) for r in store.query(sql).to_pylist()]
+    assert stage_failures(store.parquet_root, "answers", KEYS) == from_view
+    assert [k for k, _ in from_view] == ["d__q2", "d__q4"]
+    assert stage_failures(store.parquet_root, "answers", ["d__q0", "d__q1"]) == []
+    assert stage_failures(store.parquet_root, "judgments", KEYS) == []  # a stage with no file yet

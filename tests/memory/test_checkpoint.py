@@ -1,0 +1,40 @@
+"""An ingestion checkpoint gives back exactly the units it was given (built column by column)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from pathlib import Path
+
+from pipeline.memory.base import MemoryUnit
+from pipeline.memory.checkpoint import (
+    MEMORY_UNIT_SCHEMA,
+    Checkpoint,
+    CheckpointState,
+    load,
+    save,
+    units_from_table,
+    units_to_table,
+)
+
+UNITS = [
+    MemoryUnit("u1", "h", "s1", 0, ("t1", "t2"), "I moved to Porto.", dt.datetime(2023, 5, 8, 13, 56), "user", "turn"),
+    MemoryUnit("u2", "h", "s1", 0, (), "", None, "session", "session"),
+    MemoryUnit("u3", "h", "s2", 7, ("t9",), "état -- 5:30pm;", dt.datetime(2024, 1, 1), "assistant", "note"),
+]
+
+
+def test_schema_columns_are_the_unit_fields_in_order() -> None:
+    """units_from_table builds MemoryUnit positionally from the schema's columns."""
+    assert MEMORY_UNIT_SCHEMA.names == [f.name for f in dataclasses.fields(MemoryUnit)]
+
+
+def test_units_round_trip_through_the_table_and_the_file(tmp_path: Path) -> None:
+    table = units_to_table(UNITS)
+    assert table.schema == MEMORY_UNIT_SCHEMA
+    assert units_from_table(table) == UNITS
+    assert units_from_table(units_to_table([])) == []
+    state = CheckpointState("bm25", "flat_bm25", "abc", "fp", 2, 2, 0.5)
+    save(tmp_path / "c.parquet", Checkpoint(state, UNITS))
+    loaded = load(tmp_path / "c.parquet")
+    assert loaded is not None and loaded.state == state and loaded.units == UNITS

@@ -1,0 +1,61 @@
+"""The canonical corpus: records read column by column, tables read only when first used."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from pipeline.config.model import DatasetConfig
+from pipeline.core.records import TURNS_SCHEMA, TurnRow, rows_to_table
+from pipeline.datasets.convert import convert_dataset
+from pipeline.datasets.samples import LONGMEMEVAL_S_FILE, SAMPLE_DIR
+from pipeline.store.corpus import Corpus, rows_of
+from pipeline.store.results import ResultStore
+
+TURNS = [
+    TurnRow("d", "s1", "s1:0", 0, "user", "user", "I moved to Porto.", True, "a", None),
+    TurnRow("d", "s1", "s1:1", 1, "bot", "assistant", "", False, None, "a cat"),
+]
+
+SAMPLE = DatasetConfig(name="lme", loader="longmemeval", path=str(SAMPLE_DIR / LONGMEMEVAL_S_FILE))
+
+
+def test_rows_of_builds_the_records_whatever_the_column_order() -> None:
+    table = rows_to_table(TURNS, TURNS_SCHEMA)
+    assert rows_of(table, TurnRow) == TURNS
+    reversed_columns = table.select(list(reversed(table.column_names)))
+    assert rows_of(reversed_columns, TurnRow) == TURNS
+    assert rows_of(table.slice(0, 0), TurnRow) == []
+    with pytest.raises(TypeError):  # a column that is no field of the record
+        rows_of(table.append_column("extra", pa.array([1, 2])), TurnRow)
+
+
+def test_corpus_reads_a_table_when_first_used(tmp_path: Path) -> None:
+    store = ResultStore(results_dir=str(tmp_path / "results"))
+    convert_dataset(SAMPLE, store, lambda _m: None)
+    read: list[str] = []
+    corpus = Corpus.load(store, "lme")
+    original = corpus._read
+    assert original is not None
+
+    def counting(name: str) -> pa.Table:
+        read.append(name)
+        return original(name)
+
+    corpus._read = counting
+    key = corpus.keys()[0]
+    assert read == ["questions"]  # the question and its haystack id: no turns read
+    hay = corpus.haystack(corpus.question(key).haystack_id)
+    assert read == ["questions", "haystacks", "sessions", "turns"]
+    assert all(isinstance(h.session.datetime, dt.datetime | None) for h in hay)
+
+
+def test_a_missing_table_fails_when_the_corpus_is_opened(tmp_path: Path) -> None:
+    store = ResultStore(results_dir=str(tmp_path / "results"))
+    convert_dataset(SAMPLE, store, lambda _m: None)
+    store.canonical_path("lme", "turns").unlink()
+    with pytest.raises(FileNotFoundError, match="canonical table 'turns' of dataset 'lme' is missing"):
+        Corpus.load(store, "lme")
