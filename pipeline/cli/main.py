@@ -22,6 +22,7 @@ import duckdb
 
 from pipeline.cli.checks import add_check_parsers, cmd_check_isolation, cmd_judge_probe
 from pipeline.cli.errors import UserError
+from pipeline.cli.project_cmds import add_project_parsers, cmd_init, cmd_install_hindsight, load_project_env
 from pipeline.config.model import BenchmarkConfig, ConfigError, load_config
 from pipeline.config.printed_commands import config_selection, materialize_one, run_all
 from pipeline.store.results import STAGE_TABLES, ResultStore
@@ -33,6 +34,7 @@ HELP = """membench: the results of a benchmark config, from any folder: where th
 stage, the failed questions with the commands that re-run them, SQL over the result views, the
 catalog's columns, paired comparisons of runs, forgetting a renamed memory system's results, the
 judges' error rates on answers of known verdict, and the isolation canary of a memory system.
+`membench init DIR` writes a benchmark project of your own to run in (membench installed with pip).
 
 Run the benchmark itself with `dagster job execute -j full_benchmark` (README). A mistake here
 (a missing config, no results yet, a bad query) ends in one line on stderr and exit status 2."""
@@ -396,11 +398,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_verify.add_argument("results", metavar="RESULTS", help="results folder or benchmark config YAML file")
     add_check_parsers(sub)
+    add_project_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    load_project_env()  # a project's .env, as the dagster commands run in this folder read it
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "results": cmd_results,
         "check-config": cmd_check_config,
@@ -414,6 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "verify": cmd_verify,
         "judge-probe": cmd_judge_probe,
         "check-isolation": cmd_check_isolation,
+        "init": cmd_init,
+        "install-hindsight": cmd_install_hindsight,
     }
     try:
         return handlers[args.command](args)
