@@ -77,10 +77,14 @@ def failed_by_stage(store: ResultStore, stages: Sequence[str], keys: Sequence[st
     return {stage: (int(n), str(example or "")[:300]) for stage, n, example in rows}
 
 
-def summary_line(n_keys: int, stages: Sequence[str], failed: dict[str, tuple[int, str]]) -> str:
-    """``run: 70 questions; failed questions per stage: ingestion 0, ..., judgments 3``."""
+def summary_line(
+    n_keys: int, stages: Sequence[str], failed: dict[str, tuple[int, str]], notes: Sequence[str] = ()
+) -> str:
+    """``run: 70 questions; failed questions per stage: ingestion 0, ..., judgments 3``, then the facts
+    of the run a reader of its numbers needs (``notes``: which datasets no LLM judged)."""
     counts = ", ".join(f"{s} {failed.get(s, (0, ''))[0]}" for s in stages)
-    return f"run: {n_keys} questions; failed questions per stage: {counts or 'no per-question stage'}"
+    line = f"run: {n_keys} questions; failed questions per stage: {counts or 'no per-question stage'}"
+    return "; ".join([line, *notes])
 
 
 def failed_datasets(
@@ -112,8 +116,10 @@ def finish_run(
     partitions_def: dg.PartitionsDefinition,
     datasets: Sequence[str] = (),
     peers: PeerCheck | None = None,
+    judge_notes: Sequence[str] = (),
 ) -> None:
-    """At the run's last step: summary line, report refresh, and a failed run if questions or datasets failed.
+    """At the run's last step: summary line (with ``judge_notes`` when the run judged), report refresh, and
+    a failed run if questions or datasets failed.
 
     ``peers`` (assets/run_peers.py): the other runs of the config still to finish; when there are
     any, the report refresh is left to the last of them.
@@ -137,7 +143,7 @@ def finish_run(
     stages = [s for s in STAGES if s in steps]
     keys = run_partition_keys(context, partitions_def)
     failed = failed_by_stage(store, stages, keys)
-    line = summary_line(len(keys), stages, failed)
+    line = summary_line(len(keys), stages, failed, judge_notes if "judgments" in stages else ())
     bad_datasets = failed_datasets(store, datasets, keys, partitions_def)
     report = str(store.root / "report.html") if (store.root / "report.html").exists() else None
     if bad_datasets:  # no question of such a dataset may be known: this step fails the run

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pipeline.config.model import LLMConfig
 from pipeline.config.specs import Benchmark, ComponentSpec
-from pipeline.judges.base import DEFAULT_JUDGES, BoundJudge, JudgeConfigError, JudgeSpec, judge_model
+from pipeline.judges.base import DEFAULT_JUDGES, BoundJudge, JudgeConfigError, JudgeSpec, dataset_kind, judge_model
 from pipeline.llm.identity import hash_extras
 from pipeline.memory.base import MemorySystem
 from pipeline.readers.base import LLMClient, Reader
@@ -60,3 +60,19 @@ def unavailable_judges(kind: str, bench: JudgeBenchmark, llm: LLMClient | None) 
     if bench.config.judges or llm is not None:
         return []
     return [(n, "no LLM configured (config has no 'llm:' block)") for n in DEFAULT_JUDGES[kind][1]]
+
+
+def without_llm_judge(bench: JudgeBenchmark) -> str | None:
+    """One sentence naming each dataset whose default LLM judges this config cannot run (it has no LLM),
+    or None. Why a sentence for the run's summary and not a warning: a config without an LLM (the
+    sample's offline reader) is a choice, not a problem; it is stated once, where the run ends."""
+    if bench.config.judges or bench.config.judge_endpoint() is not None:
+        return None
+    parts = []
+    for ds in bench.config.datasets:
+        names = [name for name, _ in unavailable_judges(dataset_kind(ds.loader), bench, None)]
+        if names:
+            parts.append(f"{ds.name} ({', '.join(names)})")
+    if not parts:
+        return None
+    return f"no LLM judge (the config has no 'llm:' block): {', '.join(parts)}; rule-based judges only"
