@@ -150,9 +150,13 @@ ORDER BY stage, partition_key
 """
 
 
+QUESTIONS_FAILED = 1  # `membench failed` with failed questions: a script (`membench failed || ...`) can tell
+
+
 def cmd_failed(args: argparse.Namespace) -> int:
     """List failed questions and the command that re-materializes exactly them; a question failed by
-    rows of a memory system no longer configured says so and names ``membench forget``."""
+    rows of a memory system no longer configured says so and names ``membench forget``. Exit status 1
+    when questions failed (0 when none did, 2 for a mistake), as ``dagster job execute`` ends."""
     from pipeline.run.stale import StaleFinder, with_note
 
     store = _store(args.config)
@@ -194,7 +198,7 @@ def cmd_failed(args: argparse.Namespace) -> int:
         command = f"{config_selection(cfg.source)}membench forget {names}"
         lines.append(f"  rows of systems no longer configured (no run retries them; add --yes to remove):  {command}")
     sys.stdout.write("\n".join(lines) + "\n")
-    return 0
+    return QUESTIONS_FAILED
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
