@@ -286,7 +286,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     sys.stdout.write(compare.text_report(result) + "\n")
     if args.html is not None:
-        path = compare.write_html(result, Path(args.html) if args.html else compare.default_html_path(result))
+        path = compare.write_html(result, compare.html_path(result, args.html))
         sys.stdout.write(f"\nwritten: {path}\n")
         if path.resolve().parent == (run_b / compare.COMPARE_DIR).resolve() and (run_b / "report.html").exists():
             from pipeline.report.refresh import refresh_report_files  # the report links the page now, not next run
@@ -307,7 +307,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if not board.groups:
         raise UserError("no scored results in " + ", ".join(args.results) + " (materialize the reports first)")
     sys.stdout.write(leaderboard.text_report(board) + "\n")
-    path = leaderboard.write_html(board, Path(args.html))
+    path = leaderboard.write_html(board, leaderboard.html_path(board, args.html))
     sys.stdout.write(f"\nwritten: {path}\n")
     return 0
 
@@ -389,14 +389,18 @@ def _parser() -> argparse.ArgumentParser:
         "--html",
         nargs="?",
         const="",
-        help="also write it as a static page (default path: RUN_B/compare/<RUN_A folder name>.html, "
-        "linked from RUN_B's report.html)",
+        help="also write it as a static page beside the results: RUN_B/compare/<RUN_A folder name>.html, or "
+        "RUN_B/compare/HTML for a relative path (an absolute one as given); RUN_B's report.html links those",
     )
     p_cmp.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the pinned one)")
     p_cmp.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 1000)")
     p_lb = sub.add_parser("leaderboard", help="one table and one static page of systems x datasets across runs")
     p_lb.add_argument("results", nargs="+", metavar="RESULTS", help="results folders or benchmark config YAML files")
-    p_lb.add_argument("--html", default="results/leaderboard.html", help="page to write (default: %(default)s)")
+    p_lb.add_argument(
+        "--html",
+        default=None,
+        help="page to write (default: leaderboard.html beside the first run's folder; a relative path there too)",
+    )
     p_verify = sub.add_parser(
         "verify", help="recompute a run's dataset hashes and headline numbers against its manifest.json"
     )
