@@ -70,8 +70,8 @@ Memory products are extras: `pip install 'membench[mem0]'` (or `[langmem]`, `[gr
 `[all]`); Hindsight's server: `membench install-hindsight`. `membench check-config FILE` says what a
 config still needs.
 """
-VENV_MARK = "# >>> membench >>>"
-VENV_END = "# <<< membench <<<"
+VENV_MARK = "# >>> membench init >>>"  # not the clone's set-up block (scripts/setup.sh), which also sets DAGSTER_HOME
+VENV_END = "# <<< membench init <<<"
 SUPERSEDED = ",".join(
     f"ignore:Function `{c}` is superseded" for c in ("job_execute_command", "asset_materialize_command", "dev_command")
 )
@@ -144,10 +144,11 @@ def active_venv_activate() -> Path | None:
 
 
 def add_venv_hook(activate: Path) -> bool:
-    """Append the hook to ``activate`` unless it is there (rewritten when an older membench wrote another)."""
+    """Append the hook to ``activate`` unless its settings are there (the clone's set-up writes them too,
+    in its own block); a hook an older membench wrote is replaced."""
     text = activate.read_text()
     hook = venv_hook()
-    if hook in text:
+    if hook in text or all(line in text for line in hook.splitlines() if "MODULE_NAME" in line):
         return False
     if VENV_MARK in text and VENV_END in text:
         head, _, rest = text.partition(VENV_MARK)

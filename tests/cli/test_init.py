@@ -91,11 +91,18 @@ def test_the_virtualenv_hook_is_added_once(tmp_path: Path) -> None:
     assert "JOB_OLD" not in activate.read_text()
 
 
-def test_the_hook_matches_what_the_setup_writes_for_the_clone() -> None:
-    """The clone's .venv and a researcher's virtualenv point the dagster CLI at the same definitions."""
+def test_the_hook_matches_what_the_setup_writes_for_the_clone(tmp_path: Path) -> None:
+    """The clone's .venv and a researcher's virtualenv point the dagster CLI at the same definitions; in
+    the clone's .venv, whose set-up block already does (and sets its DAGSTER_HOME), init adds nothing."""
     setup = (PROJECT_ROOT / "scripts" / "setup.sh").read_text()
     exports = [line for line in init_mod.venv_hook().splitlines() if "MODULE_NAME" in line]
     assert exports and all(line in setup for line in exports)
+    start = setup.index("$MARK\n")
+    block = setup[start : setup.index("# <<< membench <<<", start)].replace("$MARK", "# >>> membench >>>")
+    activate = tmp_path / "activate"
+    activate.write_text("export VIRTUAL_ENV=/clone/.venv\n" + block.replace("$ROOT", "/clone") + "# <<< membench <<<\n")
+    before = activate.read_text()
+    assert not init_mod.add_venv_hook(activate) and activate.read_text() == before
 
 
 def test_init_refuses_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
