@@ -10,14 +10,18 @@
 # hashed file whose pins dropped them. Each file starts with the sha256 of pyproject.toml's dependency
 # declaration: tests/tree/test_lock.py fails when pyproject.toml changes and the locks were not regenerated.
 #
+# Resolve with the oldest Python the set-up may meet (PYTHON=/usr/bin/python3: Debian's 3.11.2 here), which
+# creates the pip-tools venv: pip-compile picks the newest release the resolving Python accepts, and a pin that
+# needs a newer patch release (soupsieve 4.x: Python >= 3.11.5) cannot install on the older one.
+#
 # Run it after editing dependencies in pyproject.toml (about 4 minutes per file; pip-tools in its own venv):
-#   bash scripts/lock.sh            # every file
-#   bash scripts/lock.sh mem0       # only configs/lock/mem0.txt (core.txt must be current)
+#   PYTHON=/usr/bin/python3 bash scripts/lock.sh            # every file
+#   PYTHON=/usr/bin/python3 bash scripts/lock.sh mem0       # only configs/lock/mem0.txt (core.txt must be current)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
-TOOLS="${MEMBENCH_LOCK_TOOLS:-${TMPDIR:-/tmp}/membench-lock-tools}"
+TOOLS="${MEMBENCH_LOCK_TOOLS:-${TMPDIR:-/tmp}/membench-lock-tools-$("$PYTHON" -c 'import platform; print(platform.python_version())')}"  # one per Python
 OUT=configs/lock
 EXTRAS=(mem0 langmem graphiti mcp)
 HINDSIGHT_SERVER="hindsight-api-slim[embedded-db]==1.1.0"  # pipeline/products/hindsight_server.py SERVER_PACKAGE

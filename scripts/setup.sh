@@ -62,12 +62,15 @@ fi
 .venv/bin/python -m pip install --quiet "pip==$PIP_VERSION"
 # Every library at its locked version and hash (torch 2.13.0+cpu: the CPU build, which pip takes from this
 # machine's disk; elsewhere add --extra-index-url https://download.pytorch.org/whl/cpu), then membench itself.
-# .venv/membench-locks: the locked files this run installed (tests/tree/test_lock.py checks the venv holds them).
 # --no-compile: Python compiles what a run imports when it first imports it; compiling every installed module
 # up front (torch, Dagster) took longer than the install (105 s instead of about 240 s for core.txt here).
+# .venv/membench-locks: the locked files this run installed (tests/tree/test_lock.py checks the venv holds them).
+# It is written last, once everything this run installs is in place: a set-up that failed half-way leaves it empty,
+# so the test command's first step (tests/conftest.py) runs the test-only set-up again.
+installed=()
 install_lock() {
   .venv/bin/python -m pip install --quiet --no-compile --require-hashes -r "$LOCK/$1.txt"
-  echo "$1" >> .venv/membench-locks
+  installed+=("$1")
 }
 : > .venv/membench-locks
 if [ "$tests" -eq 1 ]; then
@@ -93,6 +96,8 @@ for e in "${extras[@]}"; do
     .venv/bin/membench install-hindsight --venv .venv-hindsight
   fi
 done
+
+printf '%s\n' "${installed[@]}" > .venv/membench-locks
 
 mkdir -p .dagster_home
 # max_concurrent_runs from $MEMBENCH_MAX_CONCURRENT_RUNS (default 1: runs queue behind each other)

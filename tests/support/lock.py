@@ -14,8 +14,10 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from packaging.requirements import Requirement
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = ROOT / "pyproject.toml"
@@ -72,7 +74,12 @@ def read_lock(path: Path) -> LockFile:
 
 
 def requirements(extras: tuple[str, ...], pyproject: Path = PYPROJECT) -> list[Requirement]:
-    """The core's dependencies and those of each extra named (membench's own self-reference left out)."""
+    """The core's dependencies and those of each extra named (membench's own self-reference left out).
+
+    ``packaging`` is imported here, not at the top: scripts/lock.sh imports this module for the digest
+    with whichever Python resolves the locks, which may have nothing but the standard library."""
+    from packaging.requirements import Requirement
+
     project = tomllib.loads(pyproject.read_text())["project"]
     reqs = [Requirement(r) for r in project["dependencies"]]
     for extra in extras:
