@@ -76,8 +76,8 @@ def read_lock(path: Path) -> LockFile:
 def requirements(extras: tuple[str, ...], pyproject: Path = PYPROJECT) -> list[Requirement]:
     """The core's dependencies and those of each extra named (membench's own self-reference left out).
 
-    ``packaging`` is imported here, not at the top: scripts/lock.sh imports this module for the digest
-    with whichever Python resolves the locks, which may have nothing but the standard library."""
+    ``packaging`` is imported inside: scripts/lock.sh imports this module for the digest with whichever
+    Python resolves the locks, which may have nothing but the standard library."""
     from packaging.requirements import Requirement
 
     project = tomllib.loads(pyproject.read_text())["project"]

@@ -99,7 +99,7 @@ def test_the_wheel_carries_what_a_project_needs(installed: dict[str, Path]) -> N
     text = zipfile.ZipFile(installed["wheel"]).read(metadata).decode()
     extras = {line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("Provides-Extra: ")}
     assert {"mem0", "langmem", "graphiti", "hindsight", "mcp", "all"} <= extras
-    assert "Requires-Dist: mem0ai==2.2.1; extra == \"mem0\"" in text
+    assert 'Requires-Dist: mem0ai==2.2.1; extra == "mem0"' in text
     assert not [line for line in text.splitlines() if line.startswith("Requires-Dist: mem0ai") and "extra" not in line]
 
 
