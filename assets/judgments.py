@@ -2,7 +2,8 @@
 
 Judges per dataset kind (pipeline.judges.select.judges_for): the config's ``judges:`` or the
 defaults; LLM judges need the config's ``llm:`` block and are listed as unavailable otherwise
-(asset metadata ``judges_unavailable``), never replaced by another judge. A failed answer gives a
+(asset metadata ``judges_unavailable``; the run's summary line says so once:
+pipeline.judges.select.without_llm_judge), never replaced by another judge. A failed answer gives a
 failed judgment ("answer failed: ..."), never a wrong one. The logic lives in
 pipeline.judges.run; this module only wires resources.
 """
@@ -46,8 +47,6 @@ def run_judgments(
         metadata = judge_metadata(bench, llm)
     except (JudgeConfigError, RegistryError) as exc:
         raise dg.Failure(f"{cfg.source}: {exc}") from exc
-    if metadata["judges_unavailable"] != "none":
-        context.log.warning(f"judges unavailable in this run: {metadata['judges_unavailable']}")
     run = JudgmentRun(store, bench, llm, max_workers=workers_for(llm), log=context.log.info)
     stage = question_stage(
         context, cfg, store, stage="judgments", payload_schema=JUDGMENTS_PAYLOAD, units_for=run.units_for

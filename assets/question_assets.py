@@ -30,6 +30,7 @@ from assets.run_claim import check_scope
 from assets.run_console import questions_failed
 from assets.run_gate import finish_run, is_last_step, run_partition_keys
 from assets.run_peers import peers_still_running
+from pipeline.judges.select import without_llm_judge
 from pipeline.kinds.resolve import ResolvedConfig
 from pipeline.run.stage import StageOutcome
 from pipeline.run.stale import explain_failures
@@ -245,7 +246,9 @@ def build_stage_asset(
         context.log.info(f"{sd.name}: {materialized} questions materialized, {failed} failed (not materialized)")
         if outcome.stopped:
             context.log.error(outcome.stopped)
-        finish_run(context, results, partitions_def, [d.name for d in bench.config.datasets], peers_still_running)
+        notes = [n for n in (without_llm_judge(bench),) if n]
+        names = [d.name for d in bench.config.datasets]
+        finish_run(context, results, partitions_def, names, peers_still_running, notes)
 
     return _stage
 

@@ -17,7 +17,7 @@ from assets.layout import key
 from assets.run_claim import check_scope
 from assets.run_gate import finish_run
 from pipeline.catalog.report import present_metric_columns
-from pipeline.judges.select import judged_datasets
+from pipeline.judges.select import judged_datasets, without_llm_judge
 from pipeline.metrics.retrieval import gold_protocol
 from pipeline.provenance.manifest import write_manifest
 from pipeline.report import agentic as agentic_metrics
@@ -182,7 +182,9 @@ def _gated(
         context: AssetExecutionContext, benchmark: BenchmarkResource, store: ResultStoreResource
     ) -> Iterator[dg.MaterializeResult]:
         yield fn(context, benchmark, store)
-        finish_run(context, store.store(), partitions_def, [d.name for d in benchmark.load().datasets])
+        notes = [n for n in (without_llm_judge(benchmark.resolved()),) if n]
+        names = [d.name for d in benchmark.load().datasets]
+        finish_run(context, store.store(), partitions_def, names, judge_notes=notes)
 
     run.__name__ = fn.__name__
     run.__doc__ = fn.__doc__

@@ -111,10 +111,14 @@ def _short(text: str) -> str:
     return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
 
 
-def summary_line(n_keys: int, stages: Sequence[str], failed: dict[str, StageFailures]) -> str:
-    """``run: 70 questions; failed questions per stage: ingestion 0, ..., judgments 3``."""
+def summary_line(
+    n_keys: int, stages: Sequence[str], failed: dict[str, StageFailures], notes: Sequence[str] = ()
+) -> str:
+    """``run: 70 questions; failed questions per stage: ingestion 0, ..., judgments 3``, then the facts
+    of the run a reader of its numbers needs (``notes``: which datasets no LLM judged)."""
     counts = ", ".join(f"{s} {failed[s].n if s in failed else 0}" for s in stages)
-    return f"run: {n_keys} questions; failed questions per stage: {counts or 'no per-question stage'}"
+    line = f"run: {n_keys} questions; failed questions per stage: {counts or 'no per-question stage'}"
+    return "; ".join([line, *notes])
 
 
 def reason_lines(stages: Sequence[str], failed: dict[str, StageFailures]) -> list[str]:
@@ -156,8 +160,10 @@ def finish_run(
     partitions_def: dg.PartitionsDefinition,
     datasets: Sequence[str] = (),
     peers: PeerCheck | None = None,
+    judge_notes: Sequence[str] = (),
 ) -> None:
-    """At the run's last step: summary line, report refresh, and a failed run if questions or datasets failed.
+    """At the run's last step: summary line (with ``judge_notes`` when the run judged), report refresh, and
+    a failed run if questions or datasets failed.
 
     ``peers`` (assets/run_peers.py): the other runs of the config still to finish; when there are
     any, the report refresh is left to the last of them.
@@ -182,7 +188,7 @@ def finish_run(
     keys = run_partition_keys(context, partitions_def)
     bad_datasets = failed_datasets(store, datasets, keys, partitions_def)
     failed = failed_by_stage(store, stages, keys, list(bad_datasets))
-    line = summary_line(len(keys), stages, failed)
+    line = summary_line(len(keys), stages, failed, judge_notes if "judgments" in stages else ())
     details = [*bad_datasets.values(), *reason_lines(stages, failed)]
     report = str(store.root / "report.html") if (store.root / "report.html").exists() else None
     if bad_datasets:  # no question of such a dataset may be known: this step fails the run

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 MANIFEST_DIR = "manifest"  # under parquet/: run_manifest.parquet and integrity_flags.parquet
+MANIFEST_JSON = "manifest.json"  # in the results folder (pipeline/provenance/manifest.py)
 
 FLAG_SLICED = "sliced"
 FLAG_FULL_HAYSTACK = "full_haystack"

@@ -22,6 +22,7 @@ import duckdb
 
 from pipeline.cli.checks import add_check_parsers, cmd_check_isolation, cmd_judge_probe
 from pipeline.cli.errors import UserError
+from pipeline.cli.project_cmds import add_project_parsers, cmd_init, cmd_install_hindsight, load_project_env
 from pipeline.config.model import BenchmarkConfig, ConfigError, load_config
 from pipeline.config.printed_commands import config_selection, materialize_one, run_all
 from pipeline.store.results import STAGE_TABLES, ResultStore
@@ -33,6 +34,7 @@ HELP = """membench: the results of a benchmark config, from any folder: where th
 stage, the failed questions with the commands that re-run them, SQL over the result views, the
 catalog's columns, paired comparisons of runs, forgetting a renamed memory system's results, the
 judges' error rates on answers of known verdict, and the isolation canary of a memory system.
+`membench init DIR` writes a benchmark project of your own to run in (membench installed with pip).
 
 Run the benchmark itself with `dagster job execute -j full_benchmark` (README). A mistake here
 (a missing config, no results yet, a bad query) ends in one line on stderr and exit status 2."""
@@ -183,9 +185,13 @@ ORDER BY stage, partition_key
 """
 
 
+QUESTIONS_FAILED = 1  # `membench failed` with failed questions: a script (`membench failed || ...`) can tell
+
+
 def cmd_failed(args: argparse.Namespace) -> int:
     """List failed questions and the command that re-materializes exactly them; a question failed by
-    rows of a memory system no longer configured says so and names ``membench forget``."""
+    rows of a memory system no longer configured says so and names ``membench forget``. Exit status 1
+    when questions failed (0 when none did, 2 for a mistake), as ``dagster job execute`` ends."""
     from pipeline.run.stale import StaleFinder, with_note
 
     store = _store(args.config)
@@ -227,7 +233,7 @@ def cmd_failed(args: argparse.Namespace) -> int:
         command = f"{config_selection(cfg.source)}membench forget {names}"
         lines.append(f"  rows of systems no longer configured (no run retries them; add --yes to remove):  {command}")
     sys.stdout.write("\n".join(lines) + "\n")
-    return 0
+    return QUESTIONS_FAILED
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
@@ -315,7 +321,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     sys.stdout.write(compare.text_report(result) + "\n")
     if args.html is not None:
-        path = compare.write_html(result, Path(args.html) if args.html else compare.default_html_path(result))
+        path = compare.write_html(result, compare.html_path(result, args.html))
         sys.stdout.write(f"\nwritten: {path}\n")
         if path.resolve().parent == (run_b / compare.COMPARE_DIR).resolve() and (run_b / "report.html").exists():
             from pipeline.report.refresh import refresh_report_files  # the report links the page now, not next run
@@ -336,7 +342,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if not board.groups:
         raise UserError("no scored results in " + ", ".join(args.results) + " (materialize the reports first)")
     sys.stdout.write(leaderboard.text_report(board) + "\n")
-    path = leaderboard.write_html(board, Path(args.html))
+    path = leaderboard.write_html(board, leaderboard.html_path(board, args.html))
     sys.stdout.write(f"\nwritten: {path}\n")
     return 0
 
@@ -418,14 +424,18 @@ def _parser() -> argparse.ArgumentParser:
         "--html",
         nargs="?",
         const="",
-        help="also write it as a static page (default path: RUN_B/compare/<RUN_A folder name>.html, "
-        "linked from RUN_B's report.html)",
+        help="also write it as a static page beside the results: RUN_B/compare/<RUN_A folder name>.html, or "
+        "RUN_B/compare/HTML for a relative path (an absolute one as given); RUN_B's report.html links those",
     )
     p_cmp.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the pinned one)")
     p_cmp.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 1000)")
     p_lb = sub.add_parser("leaderboard", help="one table and one static page of systems x datasets across runs")
     p_lb.add_argument("results", nargs="+", metavar="RESULTS", help="results folders or benchmark config YAML files")
-    p_lb.add_argument("--html", default="results/leaderboard.html", help="page to write (default: %(default)s)")
+    p_lb.add_argument(
+        "--html",
+        default=None,
+        help="page to write (default: leaderboard.html beside the first run's folder; a relative path there too)",
+    )
     p_verify = sub.add_parser(
         "verify", help="recompute a run's dataset hashes and headline numbers against its manifest.json"
     )
@@ -435,11 +445,13 @@ def _parser() -> argparse.ArgumentParser:
         "estimate", help="LLM calls, tokens and cost the run still needs, per dataset and component (before spending)"
     )
     p_est.add_argument("config", nargs="?", default=None, help="benchmark config (default: $MEMBENCH_CONFIG)")
+    add_project_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    load_project_env()  # a project's .env, as the dagster commands run in this folder read it
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "results": cmd_results,
         "check-config": cmd_check_config,
@@ -454,6 +466,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "estimate": cmd_estimate,
         "judge-probe": cmd_judge_probe,
         "check-isolation": cmd_check_isolation,
+        "init": cmd_init,
+        "install-hindsight": cmd_install_hindsight,
     }
     try:
         return handlers[args.command](args)

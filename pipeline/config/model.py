@@ -18,9 +18,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline.config.errors import describe as describe_validation
+from pipeline.config.project import DEFAULT_CONFIG_NAME, INSTALL_ROOT, config_base, default_config, resolve_path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CONFIG = PROJECT_ROOT / "configs" / "sample.yaml"
+# membench's own root: the clone, or site-packages when installed (a project's root: pipeline/config/project.py)
+PROJECT_ROOT = INSTALL_ROOT
+DEFAULT_CONFIG = INSTALL_ROOT / DEFAULT_CONFIG_NAME  # the sample config membench ships
 CONFIG_ENV = "MEMBENCH_CONFIG"
 EmbeddingBackend = Literal["auto", "fp32", "bf16", "int8"]  # what each trades: pipeline/embeddings/model.py
 
@@ -43,8 +45,8 @@ class DatasetConfig(_Strict):
     index_roles: tuple[str, ...] | None = None  # roles whose turns memories index; None = all
 
     def resolved_path(self, base: Path) -> Path:
-        p = Path(os.path.expandvars(self.path))
-        return p if p.is_absolute() else (base / p).resolve()
+        """The file: ``$VARS`` expanded, ``membench:...`` a bundled file, a relative path against ``base``."""
+        return resolve_path(self.path, base)
 
 
 class ComponentConfig(_Strict):
@@ -171,15 +173,15 @@ class BenchmarkConfig(_Strict):
 
     @property
     def base_dir(self) -> Path:
-        """Relative paths in a config resolve against the project root."""
-        return PROJECT_ROOT
+        """Relative paths in a config resolve against its project folder (pipeline/config/project.py):
+        the clone for its own configs, the folder ``membench init`` made for a project's."""
+        return config_base(Path(self.source)) if self.source else PROJECT_ROOT
 
     def resolved_prices_path(self) -> Path:
-        return (PROJECT_ROOT / self.prices_path).resolve()
+        return resolve_path(self.prices_path, self.base_dir)
 
     def resolved_results_dir(self) -> Path:
-        p = Path(os.path.expandvars(self.results_dir))
-        return p if p.is_absolute() else (PROJECT_ROOT / p).resolve()
+        return resolve_path(self.results_dir, self.base_dir)
 
     @property
     def config_name(self) -> str:
@@ -207,9 +209,17 @@ class ConfigError(ValueError):
 
 
 def config_path_from_env() -> Path:
+    """``$MEMBENCH_CONFIG`` (relative to the working directory), else the default config of the
+    project the working directory is in (pipeline/config/project.py)."""
     raw = os.environ.get(CONFIG_ENV)
     if not raw:
-        return DEFAULT_CONFIG
+        found = default_config()
+        if found is None:
+            raise ConfigError(
+                f"no membench project in {Path.cwd()} or above (a folder with workspace.yaml and "
+                f"{DEFAULT_CONFIG_NAME}): create one with `membench init DIR`, or set {CONFIG_ENV}"
+            )
+        return found
     p = Path(raw)
     return p if p.is_absolute() else (Path.cwd() / p).resolve()
 

@@ -11,20 +11,23 @@ import os
 import shlex
 from pathlib import Path
 
-from pipeline.config.model import CONFIG_ENV, DEFAULT_CONFIG, PROJECT_ROOT
+from pipeline.config.model import CONFIG_ENV, DEFAULT_CONFIG
+from pipeline.config.project import default_config, project_of
 
 RUN_ALL = "dagster job execute -j full_benchmark"
 
 
 def config_selection(source: str | Path) -> str:
-    """``MEMBENCH_CONFIG=<file> `` for a config other than the default, else "". The path is
-    relative only when typed in the project root about a file inside it (where the dagster
-    commands are run); otherwise absolute, so it holds wherever the line is pasted."""
-    path = Path(source).resolve() if str(source) else DEFAULT_CONFIG
-    if path == DEFAULT_CONFIG.resolve():
+    """``MEMBENCH_CONFIG=<file> `` for a config other than the default of the project the command
+    runs in, else "". The path is relative only when typed in the project root about a file inside
+    it (where the dagster commands are run); otherwise absolute, so it holds wherever the line is pasted."""
+    default = default_config() or DEFAULT_CONFIG
+    path = Path(source).resolve() if str(source) else default
+    if path == default.resolve():
         return ""
-    inside = Path.cwd().resolve() == PROJECT_ROOT and path.is_relative_to(PROJECT_ROOT)
-    shown = os.path.relpath(path, PROJECT_ROOT) if inside else str(path)
+    root = project_of(Path.cwd())
+    inside = root is not None and Path.cwd().resolve() == root and path.is_relative_to(root)
+    shown = os.path.relpath(path, root) if inside and root is not None else str(path)
     return f"{CONFIG_ENV}={shlex.quote(shown)} "
 
 

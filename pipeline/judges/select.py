@@ -79,3 +79,19 @@ def judged_datasets(bench: JudgeBenchmark) -> list[str]:
         if judged:
             out.append(ds.name)
     return out
+
+
+def without_llm_judge(bench: JudgeBenchmark) -> str | None:
+    """One sentence naming each dataset whose default LLM judges this config cannot run (it has no LLM),
+    or None. Why a sentence for the run's summary and not a warning: a config without an LLM (the
+    sample's offline reader) is a choice, not a problem; it is stated once, where the run ends."""
+    if bench.config.judges or bench.config.judge_endpoint() is not None:
+        return None
+    parts = []
+    for ds in bench.config.datasets:
+        names = [name for name, _ in unavailable_judges(dataset_kind(ds.loader), bench, None)]
+        if names:
+            parts.append(f"{ds.name} ({', '.join(names)})")
+    if not parts:
+        return None
+    return f"no LLM judge (the config has no 'llm:' block): {', '.join(parts)}; rule-based judges only"

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
+from pipeline.config.extras import missing_extra
 from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
 from pipeline.memory.checkpoint import file_safe
@@ -69,14 +70,11 @@ class ProductParams(SystemParams):
 
 
 def missing_library(kind: str, module: str, package: str) -> str | None:
-    """The one-line config error for a product whose library is not importable, else None."""
+    """The one-line config error for a product whose library is not importable (naming the extra that
+    installs it, pipeline/config/extras.py), else None."""
     if importlib.util.find_spec(module) is not None:
         return None
-    return (
-        f"memory system kind {kind!r} needs the Python package {package!r} (module {module!r}), which is not "
-        f"installed: run `pip install {package}` (scripts/setup.sh installs it), or remove the entry with "
-        f"kind: {kind} from memory_systems"
-    )
+    return missing_extra(kind, package, module)
 
 
 def params_hash_of(kind: str, version: int, params: dict[str, Any]) -> str:

@@ -49,7 +49,7 @@ RetainMode = Literal["concise", "verbose", "custom", "verbatim", "chunks"]  # Hi
 
 class HindsightParams(ProductParams):
     budget: Literal["low", "mid", "high"] = "mid"  # Hindsight's recall effort
-    server_venv: str | None = None  # default: .venv-hindsight in the project (scripts/setup.sh)
+    server_venv: str | None = None  # default: DEFAULT_VENV (pipeline/products/hindsight_server.py)
     start_timeout_s: float = Field(default=600.0, gt=0)  # migrations on a fresh database take a while
     # Hindsight's cap on one fact-extraction reply (HINDSIGHT_API_RETAIN_MAX_COMPLETION_TOKENS); it must
     # exceed its chunk size (3,000 characters). None keeps Hindsight's default, 64,000 tokens.

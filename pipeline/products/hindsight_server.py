@@ -26,6 +26,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -34,10 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.config.model import PROJECT_ROOT
+from pipeline.config.extras import install_command
+from pipeline.config.project import INSTALL_ROOT, in_clone
 
-DEFAULT_VENV = PROJECT_ROOT / ".venv-hindsight"
-SERVER_PACKAGE = "hindsight-api-slim[embedded-db]==1.1.0"
+# the server's virtualenv: beside the clone's .venv, or inside the virtualenv membench is installed in
+DEFAULT_VENV = INSTALL_ROOT / ".venv-hindsight" if in_clone() else Path(sys.prefix) / "membench-hindsight"
+SERVER_PACKAGE = "hindsight-api-slim[embedded-db]==1.1.0"  # locked, with what it needs, in SERVER_LOCK
+SERVER_LOCK = "configs/lock/hindsight-server.txt"
 ROOT_PG_HOME = Path("/var/lib/postgresql/membench-hindsight")  # as root: a directory the postgres user owns
 PG_USER = PG_PASSWORD = PG_DB = "hindsight"
 PR_SET_PDEATHSIG = 1
@@ -51,10 +55,11 @@ def venv_problem(venv: Path) -> str | None:
     """The one-line config error when the server's virtualenv is missing, else None."""
     if (venv / "bin" / "hindsight-api").exists() and _pg0_binary(venv) is not None:
         return None
+    command = install_command("hindsight") if venv == DEFAULT_VENV else f"membench install-hindsight --venv {venv}"
     return (
-        f"memory system kind 'hindsight' needs the Hindsight server installed in {venv} "
-        f"(its own virtualenv: it requires protobuf>=7, membench's dagster pins protobuf<7): run scripts/setup.sh, "
-        f"or `python -m venv {venv} && {venv}/bin/pip install '{SERVER_PACKAGE}'`, or set params.server_venv"
+        f"memory system kind 'hindsight' needs the extra membench[hindsight]: the Hindsight server ({SERVER_PACKAGE}) "
+        f"in its own virtualenv {venv} (it requires protobuf>=7, membench's dagster pins protobuf<7), which is not "
+        f"installed: run `{command}`, or set params.server_venv"
     )
 
 

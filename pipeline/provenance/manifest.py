@@ -37,6 +37,7 @@ from pipeline.catalog.manifest import (
     FLAG_SCHEMA,
     FLAG_SLICED,
     MANIFEST_DIR,
+    MANIFEST_JSON,
 )
 from pipeline.config.model import PROJECT_ROOT, BenchmarkConfig
 from pipeline.config.printed_commands import RUN_ALL
@@ -45,6 +46,7 @@ from pipeline.datasets.base import DatasetFileError
 from pipeline.datasets.loaders import SOURCE_FILES, source_files
 from pipeline.judges.base import DEFAULT_JUDGES, JudgeSpec, judge_model
 from pipeline.provenance.identity import manifest_identity
+from pipeline.provenance.libraries import library_versions
 from pipeline.provenance.releases import file_sha256, match_release, records_sha256
 from pipeline.readers.presets import presets_fingerprint
 from pipeline.readers.prompts import prompts_fingerprint
@@ -52,7 +54,6 @@ from pipeline.report.glossary import REPORT_DEFINITIONS, judge_metric_definition
 from pipeline.store.results import ResultStore, write_parquet_atomic
 from pipeline.util.fingerprint import pipeline_code_files, update_with_files
 
-MANIFEST_JSON = "manifest.json"
 MANIFEST_VERSION = 1
 ROW_STAGES = ("retrievals", "answers", "judgments")  # the stored rows the numbers are computed from
 MANIFEST_INPUTS = ".manifest_inputs"  # under the results folder: fingerprint of what manifest.json was built from
@@ -438,6 +439,7 @@ def build_manifest(
             "resolved": resolved_config(bench),
         },
         "code": code_version(),
+        "libraries": library_versions(server_venvs(bench)),
         "models": models(bench),
         "fingerprints": fingerprints(bench),
         "datasets": datasets,
@@ -456,12 +458,19 @@ def _same_content(a: Mapping[str, Any], b: Mapping[str, Any] | None) -> bool:
     return {k: v for k, v in a.items() if k != "generated_at"} == {k: v for k, v in b.items() if k != "generated_at"}
 
 
+def server_venvs(bench: Benchmark[Any, Any, Any]) -> list[Path]:
+    """The server virtualenvs of the configured memory systems that run one (Hindsight's)."""
+    return [Path(v) for s in bench.memory_systems if (v := getattr(s.params, "venv", None)) is not None]
+
+
 def inputs_fingerprint(bench: Benchmark[Any, Any, Any], store: ResultStore) -> str:
-    """Hash of what the manifest is computed from: the resolved config, the git commit, and the
-    config file, dataset files, pipeline code and result files by (path, size, mtime)."""
+    """Hash of what the manifest is computed from: the resolved config, the git commit, the installed
+    library versions, and the config file, dataset files, pipeline code and result files by (path,
+    size, mtime)."""
     cfg = bench.config
     h = hashlib.sha256(json.dumps(resolved_config(bench), sort_keys=True, default=str).encode())
     h.update(f"|{_git('rev-parse', 'HEAD')}".encode())
+    h.update(json.dumps(library_versions(server_venvs(bench)), sort_keys=True).encode())
     files = pipeline_code_files()
     if store.parquet_root.is_dir():
         for sub in sorted(store.parquet_root.iterdir()):

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline.config.model import ConfigError, load_config
 from pipeline.metrics.bounds import order_reversed
 from pipeline.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, mcnemar_exact_p, paired_bootstrap
+from pipeline.report.libraries import versions_note
 from pipeline.report.sql import query_rows, view_names
 from pipeline.store.results import CATALOG_NAME, ResultStore
 
@@ -87,6 +88,8 @@ class CompareResult:
     seed: int
     resamples: int
     rows: list[CompareRow]
+    # libraries that can move a number at other versions in A and B (pipeline/report/libraries.py)
+    libraries: list[str] = field(default_factory=list)
 
 
 def resolve_run(arg: str) -> Path:
@@ -207,7 +210,8 @@ def compare_runs(run_a: Path, run_b: Path, seed: int | None = None, resamples: i
         for key in sorted(set(sa) & set(sb))
         if (r := compare_key(key, sa[key], sb[key], seed, resamples, fa.get(key, set()), fb.get(key, set())))
     ]
-    return CompareResult(run_a=run_a, run_b=run_b, seed=seed, resamples=resamples, rows=rows)
+    libraries = versions_note(["A", "B"], [run_a, run_b])
+    return CompareResult(run_a=run_a, run_b=run_b, seed=seed, resamples=resamples, rows=rows, libraries=libraries)
 
 
 HEADERS = ("dataset", "system", "reader", "metric", "n", "A", "B", "B-A", "95% CI (B-A)", "test", "p", "only A/B",
@@ -231,6 +235,14 @@ def _cells(r: CompareRow) -> tuple[str, ...]:
     )  # fmt: skip
 
 
+LIBRARIES_HEAD = "A and B ran on other versions of libraries that can move a number (their manifests):"
+
+
+def libraries_lines(result: CompareResult) -> list[str]:
+    """What ``compare`` says about the two runs' library versions: nothing when they are the same."""
+    return [LIBRARIES_HEAD, *(f"  {line}" for line in result.libraries)] if result.libraries else []
+
+
 def text_report(result: CompareResult) -> str:
     """The comparison as a text table (what ``membench compare`` prints)."""
     from pipeline.report.summary import text_table
@@ -242,6 +254,7 @@ def text_report(result: CompareResult) -> str:
         f"A / only B got right) or paired bootstrap (means; seed {result.seed}, {result.resamples} resamples).",
         "failed A/B: questions both runs attempted that A / B failed (not compared); failures as wrong: each run's "
         f"value on those questions with its failures counted wrong; {REVERSED_MARK}: that order differs.",
+        *libraries_lines(result),
         "",
         text_table(HEADERS, [_cells(r) for r in result.rows]),
     ]
@@ -282,6 +295,13 @@ def render_html(result: CompareResult, report_href: str | None = None) -> str:
     back = f'<p><a href="{esc(report_href)}">&larr; back to the report of run B</a></p>' if report_href else ""
     better = sum(r.p_value < SIGNIFICANT and r.diff > 0 for r in result.rows)
     worse = sum(r.p_value < SIGNIFICANT and r.diff < 0 for r in result.rows)
+    libraries = (
+        f'<p class="reversed">{esc(LIBRARIES_HEAD)}</p><ul>'
+        + "".join(f"<li>{esc(line)}</li>" for line in result.libraries)
+        + "</ul>"
+        if result.libraries
+        else ""
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>membench compare</title>
 <style>body{{font-family:sans-serif;margin:1.5em;font-size:14px}} table{{border-collapse:collapse;font-size:13px}}
@@ -290,7 +310,7 @@ td.better{{background:#d9f2df;color:#0a6b2a;font-weight:700}}
 td.worse{{background:#f9dcdc;color:#a00020;font-weight:700}} td.same{{color:#666}}
 .key span{{padding:1px 6px;border-radius:3px}} .reversed{{color:#a00020;font-weight:700}}</style></head><body>
 {back}<h1>membench compare</h1>
-<p>A: <code>{esc(str(result.run_a))}</code><br>B: <code>{esc(str(result.run_b))}</code></p>
+<p>A: <code>{esc(str(result.run_a))}</code><br>B: <code>{esc(str(result.run_b))}</code></p>{libraries}
 <p class="key">{len(result.rows)} rows: <span class="better" style="background:#d9f2df">B better ({better})</span>
 <span style="background:#f9dcdc">B worse ({worse})</span> at p &lt; {SIGNIFICANT}; grey: no significant
 difference. The better value of A and B is in bold.</p>
@@ -312,6 +332,16 @@ COMPARE_DIR = "compare"  # under RUN_B: its report.html links every page found h
 def default_html_path(result: CompareResult) -> Path:
     """``RUN_B/compare/<RUN_A folder name>.html``."""
     return result.run_b / COMPARE_DIR / f"{result.run_a.name or 'run_a'}.html"
+
+
+def html_path(result: CompareResult, given: str) -> Path:
+    """Where ``--html [PATH]`` writes: the default page, an absolute PATH as given, a relative one in
+    ``RUN_B/compare/``. Why not the working directory: the page belongs beside the results it compares
+    (RUN_B's report links the pages there), wherever ``membench`` was typed."""
+    if not given:
+        return default_html_path(result)
+    path = Path(given).expanduser()
+    return path if path.is_absolute() else result.run_b / COMPARE_DIR / path
 
 
 def write_html(result: CompareResult, path: Path) -> Path:

@@ -43,6 +43,7 @@ from pipeline.report.questions import (
     QuestionView,
     SystemView,
 )
+from pipeline.report.types_html import type_label_note
 
 Row = dict[str, Any]
 
@@ -275,7 +276,8 @@ def types_by_systems(rows: Sequence[Row], overall: Sequence[Row]) -> str:
         body.append(
             "<tr><td><b>all</b></td><td class=num></td>" + "".join(value_cell(total.get(k)) for k in keys) + "</tr>"
         )
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    table = f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    return table + type_label_note(rows)  # why a dataset's own label differs from LoCoMo's name (LoCoMo-MC10)
 
 
 def simple_table(rows: Sequence[Row], columns: Sequence[tuple[str, Callable[[Row], str], bool]]) -> str:

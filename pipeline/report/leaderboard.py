@@ -28,6 +28,7 @@ from typing import Any
 
 from pipeline.metrics.bounds import order_reversed
 from pipeline.report.compare import resolve_run
+from pipeline.report.libraries import versions_note
 from pipeline.report.sql import query_rows, view_names
 from pipeline.store.results import ResultStore
 
@@ -163,6 +164,8 @@ def build(args: list[str]) -> Leaderboard:
         if len(pairs) > 1
     ]
     flips = {key: found for key, entries in groups.items() if (found := reversals(entries))}
+    notes += [f"runs on other library versions (their manifests): {line}" for line in
+              versions_note([str(r.name) for r in runs], runs)]  # fmt: skip
     return Leaderboard(runs, dict(sorted(groups.items())), notes, flips)
 
 
@@ -233,6 +236,17 @@ def render_html(board: Leaderboard) -> str:
         parts += [f"<p><b>Failure rates change the order:</b> {html.escape(line)}</p>" for line in flips]
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+LEADERBOARD_HTML = "leaderboard.html"
+
+
+def html_path(board: Leaderboard, given: str | None) -> Path:
+    """Where the page goes: beside the first run's results folder (``results/leaderboard.html`` for
+    runs under results/), wherever ``membench`` was typed; an absolute path as given."""
+    beside = board.runs[0].parent if board.runs else Path.cwd()
+    path = Path(given or LEADERBOARD_HTML).expanduser()
+    return path if path.is_absolute() else beside / path
 
 
 def write_html(board: Leaderboard, path: Path) -> Path:

@@ -176,7 +176,7 @@ def test_membench_failed_names_it_one_line_per_question(
     run_stages(config)
     rc, out, _ = cli(["--config", config, "failed"], capsys)
     listed = [line for line in out.splitlines() if line.startswith(STAGES)]
-    assert rc == 0 and len(listed) == len(KEYS) * len(STAGES)
+    assert rc == 1 and len(listed) == len(KEYS) * len(STAGES)  # exit 1: questions failed
     assert all(HINT in line and "endpoint said no" in line for line in listed)
     [line] = [line for line in out.splitlines() if "no run retries them" in line]
     assert line.endswith(f":  MEMBENCH_CONFIG={config} membench forget old_name")  # copied as printed

@@ -51,7 +51,7 @@ def test_user_error_is_one_line_and_exit_2(
     assert err.startswith("membench") and "Traceback" not in err
 
 
-# argv -> lines expected on stdout (exit 0)
+# argv -> lines expected on stdout (exit 0, but 1 for `failed` listing failed questions)
 OK_COMMANDS: list[tuple[list[str], list[str]]] = [
     (["sql", "SELECT question_id, partition_key FROM questions ORDER BY 1"], ["question_id | partition_key", "d__q2"]),
     (["sql", "SELECT * FROM questions WHERE false"], ["(0 rows)"]),
@@ -71,7 +71,8 @@ def test_commands(
     argv: list[str], expected: list[str], configs: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     rc, out, err = run(["--config", configs["RUN"], *argv], capsys)
-    assert (rc, err) == (0, "")
+    listed_failures = argv[0] == "failed" and "no failed questions" not in out
+    assert (rc, err) == (1 if listed_failures else 0, "")
     for text in expected:
         assert text in out
 

@@ -27,7 +27,7 @@ def test_failed_prints_rerun_commands_with_the_config(
     configs: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     rc, out, _ = run(["--config", configs["RUN"], "failed"], capsys)
-    assert rc == 0
+    assert rc == 1  # questions failed
     commands = [
         line for line in out.splitlines() if "dagster job execute" in line or "dagster asset materialize" in line
     ]

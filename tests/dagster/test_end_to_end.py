@@ -54,9 +54,7 @@ def _dagster() -> str:
 def _config(tmp_path: Path) -> tuple[Path, Path]:
     cfg = yaml.safe_load((PROJECT_ROOT / "configs" / "sample.yaml").read_text())
     results = tmp_path / "results"
-    cfg["results_dir"] = str(results)
-    for ds in cfg["datasets"]:
-        ds["path"] = str(PROJECT_ROOT / ds["path"])
+    cfg["results_dir"] = str(results)  # the datasets' membench:... paths name the bundled samples from anywhere
     path = tmp_path / "sample.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path, results
@@ -113,6 +111,17 @@ def _assert_dagster_agrees(tmp_path: Path, config: Path, results: Path) -> None:
         assert {r.tags.get("membench/config") for r in runs} == {"sample"}
 
 
+def _assert_quiet_and_true(log: str) -> None:
+    """The sample run prints no WARNING; that three datasets have no LLM judge is said once, in the summary."""
+    assert " - WARNING - " not in log, [line for line in log.splitlines() if " - WARNING - " in line]
+    notes = [line for line in log.splitlines() if "no LLM judge" in line]
+    assert len(notes) == 1 and " - run: " in notes[0], notes
+    assert notes[0].endswith(
+        "no LLM judge (the config has no 'llm:' block): sample_locomo (locomo_llm_judge), sample_lme_s "
+        "(lme_official_llm_judge), sample_lme_oracle (lme_official_llm_judge); rule-based judges only"
+    )
+
+
 def test_kill_resume_rerun_on_samples(tmp_path: Path) -> None:
     config, results = _config(tmp_path)
     env = _env(tmp_path, config)
@@ -120,6 +129,7 @@ def test_kill_resume_rerun_on_samples(tmp_path: Path) -> None:
 
     second = _run(env)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    _assert_quiet_and_true(second.stdout + second.stderr)
     _assert_dagster_agrees(tmp_path, config, results)
     catalog = results / "results.duckdb"
     con = open_catalog(catalog)

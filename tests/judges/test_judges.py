@@ -47,7 +47,7 @@ from pipeline.judges.locomo import (
     normalize_answer,
 )
 from pipeline.judges.mc import confusion_matrix, mc_accuracy
-from pipeline.judges.select import judges_for, unavailable_judges
+from pipeline.judges.select import judges_for, unavailable_judges, without_llm_judge
 from pipeline.kinds.judges import JUDGES, metric_info
 from pipeline.kinds.resolve import resolve_config
 from pipeline.util.registry import RegistryError
@@ -292,6 +292,25 @@ def test_unavailable_llm_judges_are_reported_not_substituted() -> None:
         (METRIC_LME_OFFICIAL_LLM_JUDGE, "no LLM configured (config has no 'llm:' block)")
     ]
     assert unavailable_judges(KIND_LONGMEMEVAL, resolve_config(_cfg()), _LLM()) == []  # type: ignore[arg-type]
+
+
+def test_without_llm_judge_is_one_sentence_for_the_run_summary() -> None:
+    """The sample's situation (no LLM): each dataset whose LLM judge cannot run is named once, with the judge;
+    a config with an LLM, or with its own judges, has nothing to say."""
+    datasets = (
+        DatasetConfig(name="loco", loader="locomo", path="x"),
+        DatasetConfig(name="mc", loader="locomo_mc10", path="x"),
+        DatasetConfig(name="lme", loader="longmemeval", path="x"),
+    )
+    note = without_llm_judge(resolve_config(BenchmarkConfig(datasets=datasets)))
+    assert note == (
+        f"no LLM judge (the config has no 'llm:' block): loco ({METRIC_LOCOMO_LLM_JUDGE}), "
+        f"lme ({METRIC_LME_OFFICIAL_LLM_JUDGE}); rule-based judges only"
+    )
+    llm = LLMConfig(base_url="http://127.0.0.1:9/v1", model="m")
+    assert without_llm_judge(resolve_config(BenchmarkConfig(datasets=datasets, llm=llm))) is None
+    own = (ComponentConfig(name="f1", kind=METRIC_LOCOMO_F1),)
+    assert without_llm_judge(resolve_config(BenchmarkConfig(datasets=datasets, judges=own))) is None
 
 
 def test_config_judges_override_and_fail_loudly() -> None:

@@ -299,7 +299,9 @@ def test_telemetry_is_off_outside_pytest() -> None:
 def test_missing_library_is_one_config_line(monkeypatch: pytest.MonkeyPatch) -> None:
     real = product_base.importlib.util.find_spec
     monkeypatch.setattr(product_base.importlib.util, "find_spec", lambda m: None if m == "kuzu" else real(m))
-    with pytest.raises(ValueError, match=r"kind 'graphiti' needs the Python package 'graphiti-core\[kuzu\]==0.31.2'"):
+    expected = r"kind 'graphiti' needs the extra membench\[graphiti\] \(package graphiti-core\[kuzu\]==0.31.2, "
+    expected += r"module 'kuzu'\)"
+    with pytest.raises(ValueError, match=expected):
         GraphitiParams()
 
 

@@ -211,6 +211,8 @@ def test_retain_cap_below_hindsight_chunk_is_a_config_error(tmp_path: Path) -> N
 
 
 def test_missing_server_is_one_config_line(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"kind 'hindsight' needs the Hindsight server installed in .*setup.sh") as exc:
-        HindsightParams(server_venv=str(tmp_path / "nowhere"))
+    venv = tmp_path / "nowhere"
+    with pytest.raises(ValueError, match=rf"kind 'hindsight' needs the extra membench\[hindsight\].*{venv}.*"
+                       rf"run `membench install-hindsight --venv {venv}`") as exc:  # fmt: skip
+        HindsightParams(server_venv=str(venv))
     assert "\n" not in str(exc.value).split("\n  ")[0]

@@ -230,7 +230,8 @@ def test_untrusted_state_without_snapshot_is_rebuilt(server: FakeOpenAIServer, e
 def test_missing_library_is_one_config_line(monkeypatch: pytest.MonkeyPatch) -> None:
     real = product_base.importlib.util.find_spec
     monkeypatch.setattr(product_base.importlib.util, "find_spec", lambda m: None if m == "langmem" else real(m))
-    with pytest.raises(ValueError, match=r"kind 'langmem' needs the Python package 'langmem==0.0.30'"):
+    expected = r"kind 'langmem' needs the extra membench\[langmem\] \(package langmem==0.0.30"
+    with pytest.raises(ValueError, match=expected):
         LangmemParams()
 
 
@@ -299,4 +300,4 @@ def test_yaml_missing_library_fails_at_config_load(
 ) -> None:
     message = missing_library_message(_config(tmp_path, server), "langmem", monkeypatch)
     assert "memory_systems[0] (name: langmem-top3)" in message
-    assert "kind 'langmem' needs the Python package 'langmem==0.0.30'" in message
+    assert "kind 'langmem' needs the extra membench[langmem] (package langmem==0.0.30" in message

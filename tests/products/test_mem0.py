@@ -173,7 +173,8 @@ def test_untrusted_state_without_snapshot_is_rebuilt(server: FakeOpenAIServer, e
 def test_missing_library_is_one_config_line(monkeypatch: pytest.MonkeyPatch) -> None:
     real = product_base.importlib.util.find_spec
     monkeypatch.setattr(product_base.importlib.util, "find_spec", lambda m: None if m == "mem0" else real(m))
-    with pytest.raises(ValueError, match=r"kind 'mem0' needs the Python package 'mem0ai==2.2.1'"):
+    expected = r"kind 'mem0' needs the extra membench\[mem0\] \(package mem0ai==2.2.1, module 'mem0'\)"
+    with pytest.raises(ValueError, match=expected + r".*run `bash scripts/setup.sh --extras mem0`"):
         Mem0Params()
 
 
@@ -197,7 +198,7 @@ def test_yaml_missing_library_fails_at_config_load(
 ) -> None:
     message = missing_library_message(_config(tmp_path, server), "mem0", monkeypatch)
     assert "memory_systems[0] (name: mem0-top3)" in message
-    assert "kind 'mem0' needs the Python package 'mem0ai==2.2.1'" in message
+    assert "kind 'mem0' needs the extra membench[mem0] (package mem0ai==2.2.1" in message
 
 
 @pytest.mark.parametrize(("source_ids", "turn_outcome"), [("session", "excluded_no_source_ids"), (None, "scored")])

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -24,6 +25,7 @@ import yaml
 from pipeline.catalog.manifest import FLAG_FULL_HAYSTACK, FLAG_SLICED
 from pipeline.kinds.resolve import load_benchmark
 from pipeline.provenance import manifest
+from pipeline.provenance.libraries import library_versions
 from pipeline.provenance.manifest import MANIFEST_JSON
 from pipeline.provenance.releases import file_sha256
 from pipeline.store.results import ResultStore
@@ -85,6 +87,7 @@ def test_manifest_records_data_code_models_and_flags(run: dict[str, Path]) -> No
     assert ds["sha256"] == file_sha256(run["data"]) and ds["release"] is None  # a sample, no official release
     assert (ds["n_questions_loaded"], ds["n_questions_file"], ds["limit"]) == (LIMIT, 8, LIMIT)
     assert m["code"]["package_version"] and len(m["code"]["pipeline_sha256"]) == 64
+    assert m["libraries"] == library_versions() and m["libraries"]["numpy"] == numpy.__version__
     assert m["config"]["sha256"] == file_sha256(run["config"])
     assert [s["params"]["top_k"] for s in m["config"]["resolved"]["memory_systems"]] == [50, 2]
     assert m["models"]["embedder"] == "all-MiniLM-L6-v2" and m["models"]["readers"] == {"offline": None}
@@ -194,3 +197,8 @@ def test_unchanged_inputs_query_nothing_and_changed_rows_rewrite(
     assert manifest.write_manifest(bench, store)[1] is True and built == [1]  # its recorded mtime moved
     assert manifest.write_manifest(bench, store)[1] is False and built == [1]
     assert _verify(run["results"]).returncode == 0
+    # another numpy installed: the manifest is rebuilt and records it (compare and leaderboard read it there)
+    other = {**library_versions(), "numpy": "0.0.0-other"}
+    monkeypatch.setattr(manifest, "library_versions", lambda *a: other)
+    assert manifest.write_manifest(bench, store)[1] is True and built == [1, 1]
+    assert json.loads((run["results"] / MANIFEST_JSON).read_text())["libraries"]["numpy"] == "0.0.0-other"

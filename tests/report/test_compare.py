@@ -117,3 +117,52 @@ def test_config_as_run(
     cfg.write_text(f"results_dir: {b.root}\ndatasets:\n  - {{name: mc, loader: locomo_mc10, path: x.json}}\n")
     assert main(["compare", str(a.root), str(cfg)]) == 0
     assert "sysA" in capsys.readouterr().out
+
+
+def _copies(runs: tuple[ResultStore, ResultStore], tmp_path: Path) -> tuple[Path, Path]:
+    """Copies of the two runs a test may write into (the module's runs stay as the other tests expect)."""
+    a, b = runs
+    return (
+        Path(shutil.copytree(a.root, tmp_path / "run_a", ignore=shutil.ignore_patterns(".pinned"))),
+        Path(shutil.copytree(b.root, tmp_path / "run_b", ignore=shutil.ignore_patterns(".pinned"))),
+    )
+
+
+def test_html_goes_beside_the_results_not_into_the_working_directory(
+    runs: tuple[ResultStore, ResultStore], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    a, b = _copies(runs, tmp_path)
+    here = tmp_path / "typed_here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["compare", str(a), str(b), "--html", "mine.html"]) == 0
+    assert f"written: {b / 'compare' / 'mine.html'}" in capsys.readouterr().out
+    assert (b / "compare" / "mine.html").is_file() and list(here.iterdir()) == []
+    elsewhere = tmp_path / "pages" / "abs.html"
+    assert main(["compare", str(a), str(b), "--html", str(elsewhere)]) == 0  # an absolute path as given
+    assert elsewhere.is_file() and list(here.iterdir()) == []
+
+
+def _libraries(root: Path, libraries: dict[str, str] | None) -> None:
+    manifest = {"manifest_version": 1} | ({"libraries": libraries} if libraries is not None else {})
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_compare_says_when_the_runs_used_other_library_versions(
+    runs: tuple[ResultStore, ResultStore], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = _copies(runs, tmp_path)
+    _libraries(a, {"numpy": "2.4.6", "duckdb": "2.0.1", "mem0ai": "2.2.1"})
+    _libraries(b, {"numpy": "2.3.5", "duckdb": "2.0.1"})  # mem0ai not installed in B: not a difference
+    result = compare_runs(a, b)
+    assert result.libraries == ["numpy differs: 2.3.5 in B; 2.4.6 in A"]
+    assert main(["compare", str(a), str(b), "--html", ""]) == 0
+    out = capsys.readouterr().out
+    assert "A and B ran on other versions of libraries that can move a number" in out
+    assert "numpy differs: 2.3.5 in B; 2.4.6 in A" in out
+    assert "numpy differs: 2.3.5 in B; 2.4.6 in A" in (b / "compare" / "run_a.html").read_text()
+    _libraries(b, {"numpy": "2.4.6", "duckdb": "2.0.1"})
+    assert compare_runs(a, b).libraries == []  # same versions: nothing said
+    _libraries(b, None)  # a manifest from before versions were recorded
+    assert compare_runs(a, b).libraries == ["library versions unknown for B (its manifest records none)"]

@@ -107,3 +107,22 @@ def test_failures_as_wrong_beside_each_headline_and_reversals(runs: tuple[Path, 
     text = text_report(board)
     assert "failure rates change the order: sysA (run_b) ranks above sysB (run_a)" in text
     assert "0.600 (2)" in text
+
+
+def test_default_page_is_beside_the_runs_and_versions_that_differ_are_noted(
+    runs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    results = tmp_path / "results"
+    a = Path(shutil.copytree(runs[0], results / "run_a", ignore=shutil.ignore_patterns(".pinned")))
+    b = Path(shutil.copytree(runs[1], results / "run_b", ignore=shutil.ignore_patterns(".pinned")))
+    for root, numpy in ((a, "2.4.6"), (b, "2.3.5")):
+        (root / "manifest.json").write_text(json.dumps({"libraries": {"numpy": numpy, "duckdb": "2.0.1"}}))
+    here = tmp_path / "typed_here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["leaderboard", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert f"written: {results / 'leaderboard.html'}" in out and list(here.iterdir()) == []
+    note = "note: runs on other library versions (their manifests): numpy differs: 2.3.5 in run_b; 2.4.6 in run_a"
+    assert note in out
+    assert "numpy differs" in (results / "leaderboard.html").read_text()

@@ -46,9 +46,9 @@ def _env(config: Path) -> dict[str, str]:
     return {**env, "MEMBENCH_CONFIG": str(config), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _run(args: list[str], config: Path) -> str:
+def _run(args: list[str], config: Path, ok: tuple[int, ...] = (0,)) -> str:
     done = subprocess.run(args, cwd=PROJECT_ROOT, env=_env(config), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stderr[-2000:]}"
+    assert done.returncode in ok, f"{args}: exit {done.returncode}\n{done.stderr[-2000:]}"
     return done.stdout
 
 
@@ -79,7 +79,7 @@ def every_kind_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sample = yaml.safe_load((PROJECT_ROOT / "configs" / "sample.yaml").read_text())
     config = {
         "results_dir": str(tmp / "results"),
-        "datasets": [{**d, "path": str(PROJECT_ROOT / d["path"])} for d in sample["datasets"]],
+        "datasets": sample["datasets"],  # membench:... paths: the bundled samples, wherever the config is
         "memory_systems": [
             {"name": k, "kind": k, "params": REQUIRED_PARAMS.get(k, {})} for k in sorted(BUILTIN_MEMORY_SYSTEMS)
         ],
@@ -121,7 +121,10 @@ def test_membench_schema_lists_every_view_in_a_fresh_process(
 
 @pytest.mark.parametrize("command", [["results"], ["progress"], ["failed"]])
 def test_other_commands_run_over_the_views_in_a_fresh_process(every_kind_config: Path, command: list[str]) -> None:
-    out = _run([str(VENV_BIN / "membench"), *command], every_kind_config)
+    # membench failed exits 1 when it lists failed questions (this run stores some), 0 when there are none
+    out = _run([str(VENV_BIN / "membench"), *command], every_kind_config, ok=(0, 1) if command == ["failed"] else (0,))
+    if command == ["failed"]:
+        assert "membench forget" in out or "no failed" in out.lower(), out[-2000:]
     if command == ["results"]:
         assert "headline (accuracy_report" in out  # the report views exist in this process too
 

@@ -26,6 +26,7 @@ reads the same memory file. Ingestion restarted from its first session empties t
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -40,6 +41,7 @@ from pydantic import Field, model_validator
 from pipeline.agentic.agent_memory import AGENT_SESSION_TEMPLATE, op_units, session_messages
 from pipeline.agentic.loop import AgentLoopError, LoopSettings, Tool, ToolResult, run_tool_loop
 from pipeline.agentic.mcp.spec import DATA_SUBDIR, McpCallFailed, ServerSpec, data_file, safe_name
+from pipeline.config.extras import missing_extra
 from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult, turn_unit_text
 from pipeline.memory.context import ORDER_RANK, format_date, ranked_result
@@ -85,6 +87,16 @@ class McpMemoryParams(SystemParams):
     max_tokens: int = Field(default=512, gt=0)
     max_tool_errors: int = Field(default=3, ge=1)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _installed(cls, data: Any) -> Any:
+        """The MCP SDK (extra membench[mcp]) and, when the command names them, the npm servers: checked
+        at config load, one line each, instead of a failed start on every question."""
+        problem = missing_sdk() or (npm_problem() if "{npm_servers}" in json.dumps(data, default=str) else None)
+        if problem:
+            raise ValueError(problem)
+        return data
+
     @model_validator(mode="after")
     def _server_and_tools(self) -> McpMemoryParams:
         if (self.command is None) == (self.url is None):
@@ -92,6 +104,21 @@ class McpMemoryParams(SystemParams):
         if self.ingest != "agent" and not self.ingest_tool:
             raise ValueError(f"ingest {self.ingest!r} needs 'ingest_tool' (and 'ingest_args')")
         return self
+
+
+def missing_sdk() -> str | None:
+    """The config error when the MCP SDK is not installed, else None."""
+    return None if importlib.util.find_spec("mcp") is not None else missing_extra(KIND, "mcp==2.3.0", "mcp")
+
+
+def npm_problem() -> str | None:
+    """The config error when a command names ``{npm_servers}`` and they are not installed, else None."""
+    if NPM_SERVERS.is_dir():
+        return None
+    return (
+        f"memory system kind {KIND!r}: the command names {{npm_servers}}, which are not installed in {NPM_SERVERS}: "
+        f"run `npm ci --prefix {NPM_SERVERS.parent}` (the set-up's --extras mcp does it in a clone)"
+    )
 
 
 def render(template: Any, values: Mapping[str, Any]) -> Any:
