@@ -220,3 +220,59 @@ def test_backfill_with_failed_questions_is_not_a_success(
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+
+
+def test_concurrent_backfill_runs_all_succeed(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38 item 1, for real: a UI backfill of the four per-question stages in chunks of 2
+    questions, 3 runs at a time, under ``dagster dev``. Backfill runs are the implicit asset job
+    with Dagster's multiprocess executor (each step its own process); every run must succeed and
+    every partition be materialized. Before, the first step of one run reaped another run whose
+    tagged process (a step that had ended) was gone: runs ended failed with their questions done.
+    """
+    config = lme_sample_config(
+        tmp_path, "cbf", memory_systems=[{"name": "full", "kind": "full_context"}], readers=[{"name": "offline", "kind": "offline"}]
+    )
+    keys = partition_keys(load_config(str(config)))
+    yaml_text = (home / "dagster.yaml").read_text().replace("max_concurrent_runs: 1", "max_concurrent_runs: 3")
+    (home / "dagster.yaml").write_text(yaml_text)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("MEMBENCH_CONFIG", str(config))
+    with dg.DagsterInstance.get() as instance:  # canonical and embeddings first, as a first run would
+        first = build_defs(str(config)).resolve_job_def("full_benchmark").execute_in_process(instance=instance)
+    assert first.success
+
+    port = _free_port()
+    env = {**os.environ, "DAGSTER_HOME": str(home), "MEMBENCH_CONFIG": str(config), "MEMBENCH_BACKFILL_CHUNK": "2"}
+    proc = subprocess.Popen(
+        [str(PROJECT_ROOT / ".venv/bin/dagster"), "dev", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "dagster_dev.log").open("wb"),
+        start_new_session=True,
+    )
+    try:
+        stage_keys = [{"path": ["cbf", s]} for s in ("ingestion", "retrievals", "answers", "judgments")]
+        _wait("the code location", lambda: _gql(port, STATUSES, key=stage_keys[0])["assetNodeOrError"], 300, proc)
+        params = {"partitionNames": sorted(keys), "assetSelection": stage_keys, "fromFailure": False}
+        launched = _gql(port, LAUNCH, params=params)["launchPartitionBackfill"]
+        assert launched["__typename"] == "LaunchBackfillSuccess", launched
+        backfill_id = launched["backfillId"]
+
+        def done() -> dict[str, Any] | None:
+            b = _gql(port, BACKFILL, id=backfill_id)["partitionBackfillOrError"]
+            return b if b["status"] in TERMINAL and len(b["runs"]) == len(keys) // 2 else None
+
+        backfill = _wait("the backfill to end", done, 1500, proc)
+        assert [r["status"] for r in backfill["runs"]] == ["SUCCESS"] * (len(keys) // 2), backfill
+        assert backfill["status"] == "COMPLETED_SUCCESS", backfill
+        for key in stage_keys:
+            statuses = _gql(port, STATUSES, key=key)["assetNodeOrError"]["assetPartitionStatuses"]
+            assert statuses["failedPartitions"] == [] and set(statuses["materializedPartitions"]) == set(keys)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
