@@ -75,9 +75,14 @@ def holding_run(
 
 
 def refusal(config: str, holder: dg.DagsterRun) -> str:
+    return refusal_of(config, f"{holder.run_id} (pid {holder.tags.get(TAG_PID)}, {holder.job_name})")
+
+
+def refusal_of(config: str, holder: str) -> str:
+    """The one line a refused run prints; ``holder`` names the live run (its id, and what more is known)."""
     return (
-        f"config {config!r} {HELD_MARK} {holder.run_id} (pid {holder.tags.get(TAG_PID)}, "
-        f"{holder.job_name}) over the same questions: wait for it to finish, or cancel it, then run again"
+        f"config {config!r} {HELD_MARK} {holder} over the same questions: "
+        "wait for it to finish, or cancel it, then run again"
     )
 
 

@@ -16,6 +16,7 @@ when the definitions load (pipeline/datasets/keys.py), so:
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 import dagster as dg
@@ -25,8 +26,9 @@ from assets.embeddings import build_embeddings
 from assets.layout import REPORTS, STAGES, creator_tags, key, run_tags
 from assets.question_assets import build_stage_assets, question_partitions
 from assets.reports import build_reports
+from assets.run_claim import live_run_of, refusal_of
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
-from pipeline.config.entry_errors import exit_on_config_error
+from pipeline.config.entry_errors import exit_on_config_error, in_whole_config_job_execute
 from pipeline.config.model import BenchmarkConfig, load_config
 from pipeline.datasets.keys import config_keys
 from pipeline.kinds.resolve import check_config
@@ -148,5 +150,23 @@ def defs() -> dg.Definitions:
     """
     limit_arenas()  # every step runs in this process (in-process executor): see pipeline/util/heap.py
     loaded = exit_on_config_error(build_defs)  # one line, not a traceback, under `dagster job execute`
+    _exit_if_held()
     keep_out_of_collections()  # imports and definitions live as long as the process: see pipeline/util/heap.py
     return loaded
+
+
+def _exit_if_held() -> None:
+    """Under ``dagster job execute`` of a whole config: a live run of the config ends the command in one
+    line with exit status 2, before a run is created.
+
+    Why here and not only at the run's first step (which still checks, under a lock, for the runs
+    that start together and for question ranges): a run refused there is a failed run, and Dagster
+    showed the partitions it had planned as Failed although ``progress`` calls them done.
+    """
+    if not in_whole_config_job_execute():
+        return
+    config = load_config().config_name
+    holder = live_run_of(config)
+    if holder is not None:
+        sys.stderr.write(f"membench: {refusal_of(config, holder)}\n")
+        raise SystemExit(2)

@@ -28,6 +28,12 @@ def in_dagster_run_command() -> bool:
     return len(argv) > 1 and Path(argv[0]).name in {"dagster", "dg"} and argv[1] in _RUN_COMMANDS
 
 
+def in_whole_config_job_execute() -> bool:
+    """True in ``dagster job execute`` without ``--tags``: every membench job then covers every question
+    of the config (a range comes only with ``--tags``)."""
+    return in_dagster_run_command() and sys.argv[1:3] == ["job", "execute"] and "--tags" not in sys.argv
+
+
 def exit_on_config_error(build: Callable[[], T]) -> T:
     """``build()``; under ``dagster job execute`` (and its siblings) a ConfigError ends the command
     with one stderr line naming file, entry and key and exit status 2, instead of ~80 lines of

@@ -1,6 +1,6 @@
 """Two ``full_benchmark`` runs on one config: the second is refused, nothing is computed twice (issue 24 item 5).
 
-Both are real ``dagster job execute -j full_benchmark`` processes on one results folder and one
+Both are real ``dagster job execute`` processes on one results folder and one
 Dagster instance, with an LLM reader against the project's fake server. The fake server holds
 every reply until the test releases it, so the first run is certainly mid-answers (it claimed the
 config at its first step) while the second starts: no sleeps, no timing. The second run must stop
@@ -19,6 +19,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
+from pipeline.config.model import load_config
+from pipeline.definitions import partition_keys
 from pipeline.llm.fake_server import FakeOpenAIServer
 from tests.support.dagster import dagster_cli_env, lme_sample_config
 from tests.support.paths import PROJECT_ROOT
@@ -37,10 +40,10 @@ def _config(tmp_path: Path, base_url: str) -> Path:
     )
 
 
-def _execute(env: dict[str, str]) -> subprocess.Popen[str]:
+def _execute(env: dict[str, str], *job: str) -> subprocess.Popen[str]:
     dagster = str(Path(sys.executable).parent / "dagster")
     return subprocess.Popen(
-        [dagster, "job", "execute", "-j", "full_benchmark"],
+        [dagster, "job", "execute", *(job or ("-j", "full_benchmark"))],
         cwd=PROJECT_ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -49,9 +52,13 @@ def _execute(env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.parametrize("second_job", ["whole config", "question range"])
 def test_a_second_run_on_a_held_config_is_refused_and_nothing_is_asked_twice(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second_job: str
 ) -> None:
+    """A second whole-config ``dagster job execute`` is refused as the definitions load: one line, exit
+    status 2, no run created (so no partition shown Failed). A run over a question range (``--tags``)
+    is refused at its first step, which checks the overlap: its console shows no stack frames."""
     server = FakeOpenAIServer(default_reply="A golden retriever.", default_delay_s=3600).start()
     release = threading.Event()
     server.stopping = release  # every reply waits on this event (the server's delay): set = answer now
@@ -63,19 +70,28 @@ def test_a_second_run_on_a_held_config_is_refused_and_nothing_is_asked_twice(
         while server.request_count == 0:  # the first run is answering: it holds the config
             assert first.poll() is None, first.communicate()[0][-3000:]
             release.wait(0.05)
-        second = _execute(env)
+        keys = partition_keys(load_config(str(config)))
+        span = json.dumps({RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[1]})
+        job = ("-j", "full_benchmark") if second_job == "whole config" else ("-j", "question_stages", "--tags", span)
+        second = _execute(env, *job)
         out, _ = second.communicate(timeout=900)
-        assert second.returncode != 0
         monkeypatch.setenv("DAGSTER_HOME", env["DAGSTER_HOME"])
         with dg.DagsterInstance.get() as instance:
-            live = [r for r in instance.get_runs() if r.status == dg.DagsterRunStatus.STARTED]
+            runs = instance.get_runs()
+        live = [r for r in runs if r.status == dg.DagsterRunStatus.STARTED]
         assert len(live) == 1
         holder = live[0].run_id
         lines = [line for line in out.splitlines() if f"is held by run {holder}" in line]
         assert lines, out[-3000:]
         assert "config 'collide' is held by run" in lines[0]
-        assert "Dependencies for step collide__embeddings failed" in out  # stopped at its first step
         assert "Stack Trace" not in out and 'File "' not in out, out[-3000:]  # a refusal is no bug: no frames
+        if second_job == "whole config":
+            assert second.returncode == 2
+            assert [line for line in out.splitlines() if line.strip()] == lines, out[-3000:]  # that line alone
+            assert len(runs) == 1  # no run was created
+        else:
+            assert second.returncode != 0
+            assert "Dependencies for step collide__retrievals failed" in out  # stopped at its first step
         release.set()
         first_out, _ = first.communicate(timeout=900)
         assert first.returncode == 0, first_out[-3000:]
