@@ -89,7 +89,11 @@ def without_llm_judge(bench: JudgeBenchmark) -> str | None:
         return None
     parts = []
     for ds in bench.config.datasets:
-        names = [name for name, _ in unavailable_judges(dataset_kind(ds.loader), bench, None)]
+        try:
+            kind = dataset_kind(ds.loader)
+        except JudgeConfigError:  # a plugin loader of no known family has no default judges to be without
+            continue
+        names = [name for name, _ in unavailable_judges(kind, bench, None)]
         if names:
             parts.append(f"{ds.name} ({', '.join(names)})")
     if not parts:

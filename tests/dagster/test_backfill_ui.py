@@ -230,7 +230,10 @@ def test_concurrent_backfill_runs_all_succeed(tmp_path: Path, home: Path, monkey
     tagged process (a step that had ended) was gone: runs ended failed with their questions done.
     """
     config = lme_sample_config(
-        tmp_path, "cbf", memory_systems=[{"name": "full", "kind": "full_context"}], readers=[{"name": "offline", "kind": "offline"}]
+        tmp_path,
+        "cbf",
+        memory_systems=[{"name": "full", "kind": "full_context"}],
+        readers=[{"name": "offline", "kind": "offline"}],
     )
     keys = partition_keys(load_config(str(config)))
     yaml_text = (home / "dagster.yaml").read_text().replace("max_concurrent_runs: 1", "max_concurrent_runs: 3")
