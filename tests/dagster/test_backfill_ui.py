@@ -22,6 +22,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,29 @@ def _wait(what: str, fn: Any, timeout: float, proc: subprocess.Popen[bytes]) -> 
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@contextmanager
+def _dagster_dev(tmp_path: Path, env: dict[str, str]) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """A real ``dagster dev`` (webserver, daemon, code server) on a free port; all of it ended after."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [str(PROJECT_ROOT / ".venv/bin/dagster"), "dev", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "dagster_dev.log").open("wb"),
+        start_new_session=True,
+    )
+    try:
+        yield port, proc
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # dagster dev and the webserver, daemon and code server it started
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+
+
 @pytest.fixture()
 def server() -> Iterator[FakeOpenAIServer]:
     with running_fake_server(default_reply="A golden retriever.") as srv:
@@ -164,17 +188,8 @@ def test_backfill_with_failed_questions_is_not_a_success(
     with server.lock:  # one of the two failed questions recovers; the other still fails
         server.rules[:] = [r for r in server.rules if r.match == STILL_FAILING[0]]
 
-    port = _free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home), "MEMBENCH_CONFIG": str(config)}
-    proc = subprocess.Popen(
-        [str(PROJECT_ROOT / ".venv/bin/dagster"), "dev", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=(tmp_path / "dagster_dev.log").open("wb"),
-        start_new_session=True,
-    )
-    try:
+    with _dagster_dev(tmp_path, env) as (port, proc):
         stage_keys = [{"path": ["bf", s]} for s in ("answers", "judgments")]
         _wait("the code location", lambda: _gql(port, STATUSES, key=stage_keys[0])["assetNodeOrError"], 300, proc)
         failed = set(
@@ -213,13 +228,6 @@ def test_backfill_with_failed_questions_is_not_a_success(
         [mat] = [e for e in page["assetEventHistory"]["results"] if e["__typename"] == "MaterializationEvent"]
         meta = _entries(mat)
         assert meta["status"] == "ok" and meta["question"] == RECOVERS[1] and meta["units_failed"] == 0
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # dagster dev and the webserver, daemon and code server it started
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
 
 
 def test_concurrent_backfill_runs_all_succeed(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -244,17 +252,8 @@ def test_concurrent_backfill_runs_all_succeed(tmp_path: Path, home: Path, monkey
         first = build_defs(str(config)).resolve_job_def("full_benchmark").execute_in_process(instance=instance)
     assert first.success
 
-    port = _free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home), "MEMBENCH_CONFIG": str(config), "MEMBENCH_BACKFILL_CHUNK": "2"}
-    proc = subprocess.Popen(
-        [str(PROJECT_ROOT / ".venv/bin/dagster"), "dev", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=(tmp_path / "dagster_dev.log").open("wb"),
-        start_new_session=True,
-    )
-    try:
+    with _dagster_dev(tmp_path, env) as (port, proc):
         stage_keys = [{"path": ["cbf", s]} for s in ("ingestion", "retrievals", "answers", "judgments")]
         _wait("the code location", lambda: _gql(port, STATUSES, key=stage_keys[0])["assetNodeOrError"], 300, proc)
         params = {"partitionNames": sorted(keys), "assetSelection": stage_keys, "fromFailure": False}
@@ -272,10 +271,3 @@ def test_concurrent_backfill_runs_all_succeed(tmp_path: Path, home: Path, monkey
         for key in stage_keys:
             statuses = _gql(port, STATUSES, key=key)["assetNodeOrError"]["assetPartitionStatuses"]
             assert statuses["failedPartitions"] == [] and set(statuses["materializedPartitions"]) == set(keys)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
