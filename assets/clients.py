@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import dagster as dg
 import pyarrow as pa
 
+from assets.partition_status import current_reporter
 from pipeline.config.model import BenchmarkConfig
 from pipeline.embeddings.spec import embedding_variant
 from pipeline.llm.protocol import ChatClient
@@ -35,8 +36,10 @@ def question_stage(
     payload_schema: pa.Schema,
     units_for: UnitsFor,
 ) -> QuestionStage:
-    """The stage driver of one per-question asset: the run's log and the config's endpoint breaker."""
-    return QuestionStage(
+    """The stage driver of one per-question asset: the run's log, the config's endpoint breaker, and
+    the step's question reporter (assets/partition_status.py), told of each question as it is recorded."""
+    reporter = current_reporter()
+    driver = QuestionStage(
         store,
         cfg,
         stage=stage,
@@ -44,7 +47,11 @@ def question_stage(
         units_for=units_for,
         log=context.log.info,
         stop_after_unreachable=stop_after(cfg),
+        on_recorded=reporter.recorded if reporter is not None else None,
     )
+    if reporter is not None:
+        reporter.watch(driver.outcome)
+    return driver
 
 
 def stop_after(cfg: BenchmarkConfig) -> int:

@@ -10,10 +10,12 @@ of assets with its own partition status, exactly as each has its own results fol
 import multiprocessing
 import os
 import socket
+from pathlib import Path
 
 import dagster as dg
 import psutil
 
+from assets.run_heartbeat import heartbeat_path, heartbeat_stopped
 from pipeline.config.model import BenchmarkConfig
 from pipeline.core.records import CANONICAL_ASSET_TABLES
 
@@ -29,6 +31,7 @@ TAG_CONFIG_PATH = "membench/config_path"
 TAG_HOST = "membench/host"
 TAG_PID = "membench/pid"
 TAG_PID_STARTED = "membench/pid_started"
+TAG_HEARTBEAT = "membench/heartbeat"  # the run's heartbeat file in the shared results folder (assets/run_heartbeat.py)
 # the process that loaded the definitions and so created the run (``dagster job execute``): a run it
 # created but never started (killed before RUN_START) has no step-process tags to be reaped by
 TAG_CREATOR = "membench/creator"
@@ -90,9 +93,12 @@ def _creator_process(tags: dict[str, str]) -> dict[str, str]:
 
 
 def _process_gone(tags: dict[str, str]) -> bool:
-    """True when the tagged process (same host) no longer exists (pid reuse checked by start time)."""
-    if tags.get(TAG_HOST) != socket.gethostname() or TAG_PID not in tags:
+    """True when the tagged process no longer exists (pid reuse checked by start time), or, on
+    another host, when the run's heartbeat in the shared results folder went stale (a dead host)."""
+    if TAG_PID not in tags:
         return False
+    if tags.get(TAG_HOST) != socket.gethostname():
+        return heartbeat_stopped(tags.get(TAG_HEARTBEAT))
     try:
         proc = psutil.Process(int(tags[TAG_PID]))
         return f"{proc.create_time():.3f}" != tags.get(TAG_PID_STARTED)
@@ -116,20 +122,32 @@ def run_process(run: dg.DagsterRun) -> dict[str, str]:
 
 
 def reap_dead_runs(instance: dg.DagsterInstance, exclude: str) -> list[str]:
-    """Mark failed the unfinished runs whose process on this host is gone (e.g. ``kill -9``).
+    """Mark failed the unfinished runs whose process is gone (``kill -9``) or whose host died.
 
     Why: a run killed outside a run launcher stays STARTED for ever (NOT_STARTED when killed before
     RUN_START), and with a run queue of one it blocks every later run. The daemon's run monitoring
-    (configs/dagster.yaml) covers launched runs; this covers ``dagster job execute`` runs, which no
-    daemon watches.
+    (configs/dagster.yaml) covers launched runs on their own host; this covers ``dagster job execute``
+    runs, which no daemon watches, and runs of a worker host that died (its heartbeat went stale),
+    which Dagster's Celery launcher cannot tell from live ones.
     """
     reaped = []
     statuses = [*_ALIVE_STATUSES, dg.DagsterRunStatus.NOT_STARTED]
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=statuses)):
         process = run_process(run)
         if run.run_id != exclude and process.get(TAG_PID) != str(run_worker_pid()) and _process_gone(process):
-            instance.report_run_failed(
-                run, f"membench: the process of run {run.run_id} is gone (killed); marked failed"
-            )
+            instance.report_run_failed(run, f"membench: {_why_dead(process)}; run {run.run_id} marked failed")
+            if process.get(TAG_HEARTBEAT):
+                Path(process[TAG_HEARTBEAT]).unlink(missing_ok=True)
             reaped.append(run.run_id)
     return reaped
+
+
+def _why_dead(process: dict[str, str]) -> str:
+    if process.get(TAG_HOST) == socket.gethostname():
+        return f"its process {process.get(TAG_PID)} is gone (killed)"
+    return f"its host {process.get(TAG_HOST)} stopped beating (dead or cut off) in the shared results folder"
+
+
+def claim_file(cfg: BenchmarkConfig, run_id: str) -> Path:
+    """The run's claim and heartbeat file in the config's results folder."""
+    return heartbeat_path(cfg.resolved_results_dir(), run_id)

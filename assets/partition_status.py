@@ -8,7 +8,8 @@ questions failed would end ``COMPLETED_SUCCESS``: the backfill daemon counts as 
 partitions its failed runs planned and did not materialize.
 
 So a stage step yields its output (later stages of the run need it) with Dagster's own marker
-for "this step logged its asset events itself", and logs them itself, as one batch:
+for "this step logged its asset events itself", and logs them itself as its questions are
+recorded, in batches (``QuestionReporter``):
 
 - each question that ended ok: a materialization of its partition with that question's metadata;
 - each failed question: no materialization, and an observation of its partition carrying its
@@ -22,7 +23,12 @@ resources/dagster_internals.py. ``status_mismatches`` checks the result: the par
 Dagster shows against the ``progress`` view of the results folder.
 """
 
-from collections.abc import Mapping, Sequence
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import dagster as dg
@@ -38,6 +44,9 @@ from resources.dagster_internals import (
 )
 
 MAX_ERROR_CHARS = 4000
+BATCH_S = 2.0  # a question's partition event is logged at most this long after it was recorded
+MAX_BATCH = 500  # or at once when this many are waiting
+MAX_TICKS = 100_000_000  # a bound on the timer's loop; a step ends long before
 
 # the output metadata that stops Dagster from materializing the whole range on its own
 OUTPUT_MARKER: Mapping[str, Any] = {EVENTS_LOGGED_BY_STEP: True}
@@ -54,7 +63,6 @@ def question_metadata(key: str, outcome: StageOutcome) -> dict[str, Any]:
         "units_ok": ok,
         "units_failed": failed,
         "run_questions": outcome.keys_total,
-        "run_failed_questions": len(outcome.failed),
     }
     if error is not None:
         meta["error"] = dg.MetadataValue.text(error[:MAX_ERROR_CHARS])
@@ -62,28 +70,108 @@ def question_metadata(key: str, outcome: StageOutcome) -> dict[str, Any]:
     return meta
 
 
-def report_questions(
-    context: dg.AssetExecutionContext, asset_key: dg.AssetKey, keys: Sequence[str], outcome: StageOutcome
-) -> tuple[int, int]:
-    """Log one materialization per ok question and one observation per failed question, in one batch.
+class QuestionReporter:
+    """Logs each question's partition event soon after its stage recorded it, in batches.
 
-    Returns (materialized, failed). Called after the step yielded its output with OUTPUT_MARKER.
+    Why not at the step's end: a stage step may run for hours, and Dagster showed none of its
+    progress until it ended; after a kill, the questions done in the killed step read missing in
+    Dagster although ``progress`` calls them done (issue 38 item 4). Each question is logged once,
+    with the others recorded since the last batch, every BATCH_S (by a timer thread, so a slow
+    question does not hold back the ones before it) or at once when MAX_BATCH are waiting; the rest
+    at the step's end (``finish``). Logging goes through Dagster's logger, whose handlers take their
+    own locks; the reporter's lock keeps one batch at a time.
     """
-    step = context.get_step_execution_context()
-    batch_id = generate_event_batch_id()
-    last = len(keys) - 1
-    for i, key in enumerate(keys):
-        meta = question_metadata(key, outcome)
-        batch = DagsterEventBatchMetadata(batch_id, i == last)
-        if key in outcome.failed:
-            observation = dg.AssetObservation(asset_key, partition=key, metadata=meta, description="question failed")
-            DagsterEvent.asset_observation(step, observation, batch)
-        else:
-            DagsterEvent.asset_materialization(
-                step, dg.AssetMaterialization(asset_key, partition=key, metadata=meta), batch
-            )
-    failed = sum(k in outcome.failed for k in keys)
-    return len(keys) - failed, failed
+
+    def __init__(self, context: dg.AssetExecutionContext, asset_key: dg.AssetKey) -> None:
+        self._step = context.get_step_execution_context()
+        self._asset_key = asset_key
+        self._outcome = StageOutcome(asset_key.path[-1])
+        self._lock = threading.Lock()
+        self._pending: list[str] = []
+        self._reported: set[str] = set()
+        self._stop = threading.Event()
+        self._timer = threading.Thread(target=self._tick, name="membench-question-events", daemon=True)
+        self.materialized = 0
+        self.failed = 0
+
+    def __enter__(self) -> QuestionReporter:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """Stop the timer; what was recorded is logged even when the stage raised."""
+        self._stop.set()
+        self._timer.join()
+        with self._lock:
+            self._flush()
+
+    def watch(self, outcome: StageOutcome) -> None:
+        """The stage's outcome, filled as it records questions: each event's metadata comes from it."""
+        self._outcome = outcome
+
+    def recorded(self, key: str) -> None:
+        """The stage recorded ``key`` (done, failed or already done): queue its event."""
+        with self._lock:
+            self._pending.append(key)
+            if len(self._pending) >= MAX_BATCH:
+                self._flush()
+
+    def finish(self, keys: Sequence[str]) -> tuple[int, int]:
+        """Log every key of ``keys`` not logged yet; (materialized, failed) over the whole step."""
+        self._stop.set()
+        self._timer.join()
+        with self._lock:
+            self._pending += [k for k in keys if k not in self._reported and k not in self._pending]
+            self._flush()
+        return self.materialized, self.failed
+
+    def _tick(self) -> None:
+        for _ in range(MAX_TICKS):
+            if self._stop.wait(BATCH_S):
+                return
+            with self._lock:
+                self._flush()
+
+    def _flush(self) -> None:
+        """Log the pending keys as one batch: materialized when ok, observed with the error when failed."""
+        keys = [k for k in dict.fromkeys(self._pending) if k not in self._reported]
+        self._pending = []
+        if not keys:
+            return
+        batch_id = generate_event_batch_id()
+        for i, key in enumerate(keys):
+            meta = question_metadata(key, self._outcome)
+            batch = DagsterEventBatchMetadata(batch_id, i == len(keys) - 1)
+            if key in self._outcome.failed:
+                observation = dg.AssetObservation(
+                    self._asset_key, partition=key, metadata=meta, description="question failed"
+                )
+                DagsterEvent.asset_observation(self._step, observation, batch)
+                self.failed += 1
+            else:
+                materialization = dg.AssetMaterialization(self._asset_key, partition=key, metadata=meta)
+                DagsterEvent.asset_materialization(self._step, materialization, batch)
+                self.materialized += 1
+            self._reported.add(key)
+
+
+_CURRENT: ContextVar[QuestionReporter | None] = ContextVar("membench_question_reporter", default=None)
+
+
+@contextlib.contextmanager
+def reporting(reporter: QuestionReporter) -> Iterator[QuestionReporter]:
+    """Make ``reporter`` the one the step's stage driver reports its questions to (``current_reporter``)."""
+    token = _CURRENT.set(reporter)
+    try:
+        with reporter:
+            yield reporter
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_reporter() -> QuestionReporter | None:
+    """The reporter of the stage step running in this context; None outside a stage step."""
+    return _CURRENT.get()
 
 
 def run_keys(context: dg.AssetExecutionContext) -> list[str]:

@@ -24,7 +24,7 @@ from assets.clients import StageClients
 from assets.ingestion import run_ingestion
 from assets.judgments import run_judgments
 from assets.layout import key
-from assets.partition_status import OUTPUT_MARKER, report_questions, run_keys
+from assets.partition_status import OUTPUT_MARKER, QuestionReporter, reporting, run_keys
 from assets.retrieval import run_retrievals
 from assets.run_claim import check_scope
 from assets.run_console import questions_failed
@@ -235,14 +235,16 @@ def build_stage_asset(
         check_scope(context, bench.config)
         results = store.store()
         keys = run_keys(context)
-        outcome, extra = sd.runner(context, bench, results, keys, StageClients(embeddings, llm, judge_llm))
+        reporter = QuestionReporter(context, asset_key)
+        with reporting(reporter):  # each question's partition event, logged as the stage records it
+            outcome, extra = sd.runner(context, bench, results, keys, StageClients(embeddings, llm, judge_llm))
+            materialized, failed = reporter.finish(keys)
         refresh_catalog_if_last(context, results)
         checks = [_rows_check(results, sd.name, asset_key, outcome.written)]
         # the output marks its asset events as logged here: per question, ok ones materialized, failed ones not
         yield dg.MaterializeResult(
             metadata={**_metadata(outcome, results, extra), **OUTPUT_MARKER}, check_results=checks
         )
-        materialized, failed = report_questions(context, asset_key, keys, outcome)
         context.log.info(f"{sd.name}: {materialized} questions materialized, {failed} failed (not materialized)")
         if outcome.stopped:
             context.log.error(outcome.stopped)

@@ -10,16 +10,22 @@ happen under one file lock in the results folder, so of two runs starting togeth
 """
 
 import os
+import socket
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import dagster as dg
 
 from assets.layout import (
     CLAIM_LOCK,
     TAG_CONFIG,
+    TAG_HEARTBEAT,
+    TAG_HOST,
     TAG_PID,
+    TAG_PID_STARTED,
     _process_gone,
     _process_tags,
+    claim_file,
     prefix_of,
     reap_dead_runs,
     run_process,
@@ -28,6 +34,7 @@ from assets.layout import (
 )
 from assets.run_console import HELD_MARK, refused
 from assets.run_gate import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
+from assets.run_heartbeat import Claim, claims, heartbeat_stopped, start_heartbeat, write_claim
 from pipeline.config.model import BenchmarkConfig
 from pipeline.util.filelock import file_lock
 
@@ -94,13 +101,35 @@ def check_scope(context: dg.AssetExecutionContext, cfg: BenchmarkConfig) -> None
             f"these assets belong to config {prefix!r} but the benchmark resource loads {cfg.source} "
             f"(config {cfg.config_name!r}); choose a config with MEMBENCH_CONFIG=<file> before starting Dagster"
         )
-    wanted = run_tags(cfg) | _process_tags()
+    beat = claim_file(cfg, context.run.run_id)
+    wanted = run_tags(cfg) | _process_tags() | {TAG_HEARTBEAT: str(beat)}
     missing = {k: v for k, v in wanted.items() if context.run.tags.get(k) != v}
     with file_lock(cfg.resolved_results_dir() / CLAIM_LOCK):  # check and claim at once (assets/run_claim.py)
         refuse_colliding_run(context, cfg)
         if missing:
             context.instance.add_run_tags(context.run.run_id, missing)
+        write_claim(beat, _claim(context.run, cfg.config_name, wanted))
+    instance, run_id = context.instance, context.run.run_id
+    start_heartbeat(beat, run_id, lambda: _has_ended(instance, run_id))
     reap_dead_runs(context.instance, exclude=context.run.run_id)
+
+
+def _claim(run: dg.DagsterRun, config: str, process: Mapping[str, str]) -> Claim:
+    """The run's claim in the shared results folder: its config, its questions and its process."""
+    return Claim(
+        run_id=run.run_id,
+        config=config,
+        host=process[TAG_HOST],
+        pid=process[TAG_PID],
+        pid_started=process[TAG_PID_STARTED],
+        dagster_home=os.environ.get("DAGSTER_HOME", ""),
+        tags={k: run.tags[k] for k in (PARTITION_TAG, RANGE_START_TAG, RANGE_END_TAG) if k in run.tags},
+    )
+
+
+def _has_ended(instance: dg.DagsterInstance, run_id: str) -> bool:
+    run = instance.get_run_by_id(run_id)
+    return run is None or run.is_finished
 
 
 def refuse_colliding_run(context: dg.AssetExecutionContext, cfg: BenchmarkConfig) -> None:
@@ -111,25 +140,90 @@ def refuse_colliding_run(context: dg.AssetExecutionContext, cfg: BenchmarkConfig
         keys = [k for ds in config_keys(cfg, cfg.resolved_results_dir() / "parquet") for k in ds.keys]
         return {k: i for i, k in enumerate(keys)}
 
-    holder = holding_run(context.instance, context.run, cfg.config_name, key_order, str(run_worker_pid()))
-    if holder is not None:
-        raise refused(refusal(cfg.config_name, holder))
+    my_pid = str(run_worker_pid())
+    holder = holding_run(context.instance, context.run, cfg.config_name, key_order, my_pid)
+    message = refusal(cfg.config_name, holder) if holder is not None else None
+    if message is None:
+        claim = foreign_claim(context.instance, context.run, cfg, key_order, my_pid)
+        message = refusal_of(cfg.config_name, claim.describe()) if claim is not None else None
+    if message is not None:
+        cancel_refused(context, message)
+        raise refused(message)
 
 
-def live_run_of(config: str) -> str | None:
-    """The id of a live run of ``config`` (its process alive) on the Dagster instance of ``$DAGSTER_HOME``.
+def foreign_claim(
+    instance: dg.DagsterInstance,
+    run: dg.DagsterRun,
+    cfg: BenchmarkConfig,
+    key_order: Callable[[], Mapping[str, int]],
+    my_pid: str,
+) -> Claim | None:
+    """A live claim in the results folder by a run this Dagster instance does not know, over a shared question.
+
+    Why: two Dagster homes on one results folder (a second ``dagster dev``, another host's instance)
+    see none of each other's runs; their claims in the shared folder are what they share.
+    """
+    order: Mapping[str, int] | None = None
+    for path, claim in claims(cfg.resolved_results_dir()):
+        if claim.config != cfg.config_name or claim.run_id == run.run_id or not _claim_alive(path, claim, my_pid):
+            continue
+        if instance.get_run_by_id(claim.run_id) is not None:
+            continue  # a run of this instance: holding_run judged it by its status
+        order = key_order() if order is None else order
+        if overlaps(key_span(run.tags, order), key_span(claim.tags, order)):
+            return claim
+    return None
+
+
+def _claim_alive(path: Path, claim: Claim, my_pid: str) -> bool:
+    """Whether a claim's run may still be running: it beats, and on this host its process lives.
+
+    A claim of a live process that stopped beating (its instance went away under it) is not alive.
+    """
+    if claim.host == socket.gethostname() and claim.pid == my_pid:
+        return False  # a run of this very process (in-process test runs)
+    process = {TAG_HOST: claim.host, TAG_PID: claim.pid, TAG_PID_STARTED: claim.pid_started}
+    return not heartbeat_stopped(path) and not _process_gone(process)
+
+
+def cancel_refused(context: dg.AssetExecutionContext, message: str) -> None:
+    """Have the refused run end CANCELED, not FAILURE.
+
+    Why: Dagster shows Failed every partition a FAILED run planned and did not materialize, although
+    the refused run computed nothing: questions the holding run had already finished read Failed
+    until the next full run (39-52 of them, issue 38). A run canceled while its step fails ends
+    CANCELED, whose unmaterialized partitions keep the status they had; a backfill still counts them
+    as not done (its status is COMPLETED_FAILED) and the console still shows the refusal line.
+    """
+    context.instance.report_run_canceling(context.run, message=message)
+
+
+def live_run_of(config: str, results: Path) -> str | None:
+    """A live run of ``config`` (its process alive, or beating): on the Dagster instance of
+    ``$DAGSTER_HOME``, or claimed in the results folder ``results`` by a run of another instance.
 
     Why: ``membench forget --yes`` rewrites the stage files a running run writes, which could bring
-    removed rows back. Without an instance (``$DAGSTER_HOME`` unset or missing) there is nothing to
-    ask: None.
+    removed rows back, and a whole-config run would ask again what a live run asks. Without an
+    instance (``$DAGSTER_HOME`` unset or missing) only the folder's claims are asked.
     """
     home = os.environ.get("DAGSTER_HOME")
     if not home or not os.path.isdir(home):
-        return None
+        return _live_claim(config, results, known=lambda _run_id: False)
     instance = dg.DagsterInstance.get()
     try:
         runs = instance.get_runs(filters=dg.RunsFilter(statuses=list(LIVE), tags={TAG_CONFIG: config}))
+        live = [r.run_id for r in runs if not _process_gone(run_process(r))]
+        if live:
+            return live[0]
+        return _live_claim(config, results, known=lambda run_id: instance.get_run_by_id(run_id) is not None)
     finally:
         instance.dispose()
-    live = [r.run_id for r in runs if not _process_gone(run_process(r))]
-    return live[0] if live else None
+
+
+def _live_claim(config: str, results: Path, known: Callable[[str], bool]) -> str | None:
+    """A live claim of ``config`` in ``results`` by a run that ``known`` (this instance) does not hold."""
+    my_pid = str(run_worker_pid())
+    for path, claim in claims(results):
+        if claim.config == config and _claim_alive(path, claim, my_pid) and not known(claim.run_id):
+            return claim.describe()
+    return None

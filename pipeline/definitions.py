@@ -165,8 +165,8 @@ def _exit_if_held() -> None:
     """
     if not in_whole_config_job_execute():
         return
-    config = load_config().config_name
-    holder = live_run_of(config)
+    cfg = load_config()
+    holder = live_run_of(cfg.config_name, cfg.resolved_results_dir())
     if holder is not None:
-        sys.stderr.write(f"membench: {refusal_of(config, holder)}\n")
+        sys.stderr.write(f"membench: {refusal_of(cfg.config_name, holder)}\n")
         raise SystemExit(2)

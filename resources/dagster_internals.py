@@ -19,7 +19,7 @@ from __future__ import annotations
 # result: dagster-io/dagster#17836). The step's output carries the metadata key with which Dagster
 # marks an output whose asset events the step logged itself (Dagster sets it for source-asset
 # observations), so no event is generated for the range; the step logs one materialization per ok
-# question and one observation per failed question, as one batch through the step's own logger.
+# question and one observation per failed question, in batches as questions finish, through the step's logger.
 # Replace with a public per-partition result (e.g. a partition on MaterializeResult) when Dagster
 # has one, then delete these four names.
 from dagster._core.definitions.source_asset import (

@@ -254,7 +254,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     from pipeline.util.filelock import file_lock
 
     with file_lock(store.root / CLAIM_LOCK):
-        holder = live_run_of(cfg.config_name)
+        holder = live_run_of(cfg.config_name, store.root)
         if holder is not None:
             raise UserError(
                 f"run {holder} of config {cfg.config_name!r} is running and writes the files forget rewrites: "

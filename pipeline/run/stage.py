@@ -234,6 +234,7 @@ class QuestionStage:
         log: Callable[[str], None] = lambda _msg: None,
         stop_after_unreachable: int = 5,
         index: QuestionIndex | None = None,
+        on_recorded: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.cfg = cfg
@@ -245,6 +246,8 @@ class QuestionStage:
         self.index = index if index is not None else QuestionIndex.from_store(store, cfg)
         self.stored = StageIndex(store.parquet_root, stage)
         self.outcome = StageOutcome(stage)
+        # told of each key once its outcome is final (recorded, or found already done): Dagster's status follows
+        self.on_recorded = on_recorded or (lambda _key: None)
         self._load_errors: dict[str, str | None] = {}  # dataset -> its load error (None: it loaded)
 
     def _missing_record(self, key: str) -> str:
@@ -302,6 +305,7 @@ class QuestionStage:
                 error = self._failure(dataset, existing)
                 if error is not None:  # a stored row of a unit no longer configured
                     self.outcome.failed[key] = error
+                self.on_recorded(key)
                 continue
             item = WorkItem(key, dataset, qid, missing, record_hash)
             if load_error:
@@ -332,6 +336,7 @@ class QuestionStage:
                 {k: v for k, v in row.items() if k in ("partition_key", "unit", "status", "error")}
                 for row in new.slice(0, 2).to_pylist()
             ]
+        self.on_recorded(item.partition_key)
 
     def run(self, keys: list[str], compute: Compute) -> StageOutcome:
         """Compute the pending units of ``keys``; every key ends ok, failed or already done."""

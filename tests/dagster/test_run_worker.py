@@ -85,7 +85,7 @@ def test_a_run_killed_after_run_start_before_its_claim_is_reaped(
     with dg.DagsterInstance.get() as instance:
         run = instance.get_run_by_id(run_id)
         assert run is not None and run.status == dg.DagsterRunStatus.STARTED and TAG_PID not in run.tags
-        assert live_run_of("reap") is None  # membench forget --yes is not refused by a dead run
+        assert live_run_of("reap", tmp_path / "res") is None  # membench forget --yes is not refused by a dead run
         assert reap_dead_runs(instance, exclude="") == [run_id]
         reaped = instance.get_run_by_id(run_id)
         assert reaped is not None and reaped.status == dg.DagsterRunStatus.FAILURE
