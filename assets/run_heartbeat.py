@@ -8,13 +8,14 @@ results folder is what every host and every instance of a deployment share, so e
 claimed questions keeps a file there: ``<results>/.run_heartbeats/<run id>.json`` names its config,
 questions, host, process and Dagster home, and its modification time is its heartbeat, renewed every
 ``BEAT_S`` by a thread of the process running the run's step. A heartbeat older than the stale
-limit (``$MEMBENCH_RUN_STALE_S``, 60 s) is a dead run; the file is removed once the run has ended
+limit (``$MEMBENCH_RUN_STALE_S``, 120 s) is a dead run; the file is removed once the run has ended
 (by its thread, or by the run that reaps it when it died).
 
 Hosts compare a file's time with their own clock: the hosts of a deployment keep their clocks
 synchronised (NTP), as a shared filesystem needs anyway. A step's thread stops beating when its run
 has ended (in-process runs live on in their process) or its process exits; between two steps of a
-run (a new step process starting) the heartbeat pauses for seconds, well under the stale limit.
+run (a new step process starting: seconds, tens of seconds on a loaded host) the heartbeat pauses,
+under the stale limit.
 """
 
 from __future__ import annotations
@@ -35,13 +36,13 @@ from pipeline.config.entry_errors import in_dagster_run_command
 HEARTBEAT_DIR = ".run_heartbeats"
 BEAT_S = 5.0
 STALE_ENV = "MEMBENCH_RUN_STALE_S"
-DEFAULT_STALE_S = 60.0
+DEFAULT_STALE_S = 120.0  # over the pause between two steps: a step process starting on a loaded host
 MAX_ERRORS = 12  # beats in a row whose instance could not tell the run's status: stop beating
 MAX_BEATS = 10_000_000  # a bound on the beat loop (~1.5 years at BEAT_S); a run ends long before
 
 
 def stale_after_s() -> float:
-    """Seconds without a heartbeat after which a run is dead (``$MEMBENCH_RUN_STALE_S``, default 60)."""
+    """Seconds without a heartbeat after which a run is dead (``$MEMBENCH_RUN_STALE_S``, default 120)."""
     raw = os.environ.get(STALE_ENV, "")
     try:
         return float(raw) if raw else DEFAULT_STALE_S

@@ -49,8 +49,8 @@ def _beat_at(path: Path, seconds_ago: float) -> Path:
     [
         (None, "", False),  # no file: not claimed yet, or ended and removed: not known dead
         (1.0, "", False),  # fresh
-        (59.0, "", False),  # under the default limit of 60 s
-        (120.0, "", True),  # stale: the host stopped beating
+        (119.0, "", False),  # under the default limit of 120 s
+        (180.0, "", True),  # stale: the host stopped beating
         (20.0, "10", True),  # the limit is $MEMBENCH_RUN_STALE_S
         (120.0, "600", False),
     ],
