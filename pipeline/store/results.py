@@ -392,28 +392,33 @@ class ResultStore:
         return PROGRESS_SQL.format(stage_union=" UNION ALL ".join(parts), failures_union=failures, stages=stages)
 
     @contextlib.contextmanager
-    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def connect(self, report_views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
         """An in-memory DuckDB connection with every table as a view (never locks the catalog).
 
         The user's own database ``user.duckdb`` (next to ``results.duckdb``), when present, is
         attached read-only as ``user_db`` (skipped while another session holds it read-write).
+        ``report_views=False``: the base tables' views only (and ``progress``), for a caller that
+        reads nothing else: each report view binds its tables' files again when it is created.
         """
         with self._pinned() as pinned:
-            yield from self._connect_on(pinned)
+            yield from self._connect_on(pinned, report_views=report_views)
 
     def _connect_on(
         self,
         root: Path,
         before_report_views: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
         commented: bool = True,
+        report_views: bool = True,
     ) -> Iterator[duckdb.DuckDBPyConnection]:
-        """``commented``: with the views' ``COMMENT ON`` texts (for people and tools that list them)."""
+        """``commented``: with the views' ``COMMENT ON`` texts (for people and tools that list them);
+        ``report_views``: with the report views (CATALOG_VIEWS) at all."""
         con = duckdb.connect(":memory:")
         try:
             self._create_views(con, root)
             if before_report_views is not None:
                 before_report_views(con)
-            self._extra_views(con, commented)
+            if report_views:
+                self._extra_views(con, commented)
             trim_heap()  # binding the views over ~15k files leaves ~450 MB of freed heap (pipeline/util/heap.py)
             user_db = self.root / USER_DATABASE
             if user_db.exists():
