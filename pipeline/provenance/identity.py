@@ -79,7 +79,8 @@ def indexed_units(parquet_root: Path) -> set[tuple[str, str, str, str]]:
         index = StageIndex(parquet_root, stage)
         for key in sorted(index.files):
             dataset = dataset_of(key)
-            found |= {(stage, dataset, r["unit"], r[UNIT_HASH]) for r in index.rows_for(key) or () if r[UNIT_HASH]}
+            rows = index.rows_for(key) or ()
+            found |= {(stage, dataset, r["unit"], r[UNIT_HASH]) for r in rows if r[UNIT_HASH] is not None}
         index.save()  # files read here are indexed for the next reader
     return found
 

@@ -284,3 +284,16 @@ def test_the_run_ends_summary_skips_the_view_only_when_it_would_find_no_failure(
         assert (got["answers"].n if got else 0) == len(set(keys) & set(failed_in_view))
     assert not no_failed_rows(store, ["answers"], ["d__#7"])  # a keyless load failure's progress key
     assert no_failed_rows(store, ["judgments"], KEYS)  # a stage with no file yet
+
+
+def test_the_manifests_stored_units_from_the_indexes_equal_the_views(setup: tuple[ConfigFile, Path]) -> None:
+    """The manifest's identity reads the status indexes: the same (stage, dataset, unit, hash) as the views."""
+    from pipeline.provenance.identity import indexed_units, stored_units
+
+    res, _ = setup
+    store = res.store()
+    FAIL.add("d__q2")
+    run_stage(res, KEYS)
+    with store.connect() as con:
+        from_views = stored_units(con)
+    assert from_views and indexed_units(store.parquet_root) == from_views
