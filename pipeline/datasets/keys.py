@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.config.model import PROJECT_ROOT, BenchmarkConfig, DatasetConfig
-from pipeline.datasets.base import DatasetFileError
+from pipeline.datasets.base import DatasetFileError, LoaderFn
 from pipeline.datasets.convert import _source_manifest, _stored_keys, _up_to_date
-from pipeline.datasets.loaders import LOADERS
+from pipeline.datasets.loaders import KEY_LOADERS, LOADERS
 from pipeline.datasets.slicing import sliced
 
 KEYS_DIR = ".keys"
@@ -34,11 +34,17 @@ class DatasetKeys:
     error: str | None = None
 
 
+def _scan_loader(ds: DatasetConfig) -> LoaderFn:
+    """The loader's key-only variant (KEY_LOADERS) when the slice does not depend on question types."""
+    fast = KEY_LOADERS.get(ds.loader) if ds.limit_per_type is None else None
+    return fast or LOADERS.get(ds.loader)
+
+
 def _scan(ds: DatasetConfig, src: Path) -> tuple[list[str], str | None]:
     """Keys the canonical conversion would produce (the same slice as ``convert._limited``)."""
     keys: list[str] = []
     try:
-        with contextlib.closing(LOADERS.get(ds.loader)(src, ds.name)) as records:
+        with contextlib.closing(_scan_loader(ds)(src, ds.name)) as records:
             for rec in sliced(records, ds.limit, ds.limit_per_type, ds.question_ids):
                 if rec.question is not None:
                     keys.append(rec.question.partition_key)

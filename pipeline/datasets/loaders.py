@@ -22,7 +22,7 @@ from pipeline.datasets.locomo import load_locomo
 from pipeline.datasets.locomo_mc10 import load_locomo_mc10
 from pipeline.datasets.locomo_plus import load_locomo_plus
 from pipeline.datasets.locomo_plus import source_files as locomo_plus_files
-from pipeline.datasets.longmemeval import load_longmemeval
+from pipeline.datasets.longmemeval import load_longmemeval, load_longmemeval_keys
 from pipeline.util.registry import Registry
 
 LOADERS: Registry[LoaderFn] = Registry.of(
@@ -35,6 +35,10 @@ LOADERS: Registry[LoaderFn] = Registry.of(
         "locomo_plus": load_locomo_plus,
     },
 )
+
+# loader -> a loader for the keys scan at definitions load (pipeline/datasets/keys.py) that yields
+# the same records' ids and partition keys without parsing the questions (questions as keyed failures)
+KEY_LOADERS: dict[str, LoaderFn] = {"longmemeval": load_longmemeval_keys}
 
 # loader -> the files a conversion of ``path`` reads (raises DatasetFileError when the layout is wrong)
 SOURCE_FILES: dict[str, Callable[[Path], list[Path]]] = {

@@ -59,6 +59,26 @@ def load_longmemeval(path: Path, dataset: str) -> Generator[ParsedRecord, None, 
         yield parse_record(RecordContext(dataset, str(path), index, unknown_id(index)), raw, keys)
 
 
+def load_longmemeval_keys(path: Path, dataset: str) -> Generator[ParsedRecord, None, None]:
+    """``load_longmemeval`` for the keys scan (pipeline/datasets/keys.py): each record's id and key
+    only, its question left unparsed and marked as a keyed failure.
+
+    Why: the scan at definitions load needs the partition keys, which the id alone decides
+    (``parse_keyed_record`` assigns the key, or the key conflict, before the question is parsed);
+    parsing every haystack for them was ~10 % of a 498-question LongMemEval_S run, done again by
+    the conversion. The ids, keys and key conflicts are the full loader's, record by record, so
+    any slice that counts a question and a keyed failure alike (``limit``, ``question_ids``; not
+    ``limit_per_type``, which needs the question's type) keeps the same records.
+    """
+    keys = KeyRegistry(dataset)
+    for index, raw in iter_json_array(path):
+        yield parse_keyed_record(RecordContext(dataset, str(path), index, unknown_id(index)), raw, keys, _unparsed)
+
+
+def _unparsed(ctx: RecordContext, obj: Mapping[str, Any], qid: str, key: str) -> ParsedRecord:
+    return ctx.failure(RecordError("<keys scan>", "question not parsed"), key)
+
+
 def parse_record(ctx: RecordContext, raw: Any, keys: KeyRegistry) -> ParsedRecord:
     """One LongMemEval record -> ParsedRecord, or a failure naming the bad field."""
     return parse_keyed_record(ctx, raw, keys, _parse_question)

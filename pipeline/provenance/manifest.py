@@ -45,7 +45,7 @@ from pipeline.config.specs import Benchmark, ComponentSpec
 from pipeline.datasets.base import DatasetFileError
 from pipeline.datasets.loaders import SOURCE_FILES, source_files
 from pipeline.judges.base import DEFAULT_JUDGES, JudgeSpec, judge_model
-from pipeline.provenance.identity import manifest_identity
+from pipeline.provenance.identity import indexed_units, manifest_identity
 from pipeline.provenance.libraries import library_versions
 from pipeline.provenance.releases import file_sha256, match_release, records_sha256
 from pipeline.readers.presets import presets_fingerprint
@@ -374,8 +374,10 @@ def integrity_flags(
             )
         for system in (s.name for s in cfg.memory_systems if s.applies_to(name) and s.name in leaked):
             canary, when = leaked[system]
-            message = (f"isolation leak: another haystack's canary {canary} came back in this system's retrieval "
-                       f"(membench check-isolation, {when}); its numbers may use other conversations' memories")
+            message = (
+                f"isolation leak: another haystack's canary {canary} came back in this system's retrieval "
+                f"(membench check-isolation, {when}); its numbers may use other conversations' memories"
+            )
             flags.append(_flag(name, system, FLAG_ISOLATION_LEAK, 1, 1, message))
         roles = cfg.dataset(name).index_roles
         for system, n_ok, n_full in full_haystack_counts(con, name, roles):
@@ -446,7 +448,7 @@ def build_manifest(
         "flags": integrity_flags(con, cfg, datasets),
         "headline": headline_rows(con),
         "stored_rows": stored_row_hashes(store, previous),
-        "identity": manifest_identity(bench, con, previous),
+        "identity": manifest_identity(bench, indexed_units(store.parquet_root), previous),
     }
 
 

@@ -32,6 +32,7 @@ from pipeline.catalog.views import (
     USER_DATABASE,
     CatalogKept,
     ViewCreator,
+    comment_views,
     create_report_views,
     keep_user_objects,
     view_creator_names,
@@ -391,24 +392,33 @@ class ResultStore:
         return PROGRESS_SQL.format(stage_union=" UNION ALL ".join(parts), failures_union=failures, stages=stages)
 
     @contextlib.contextmanager
-    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def connect(self, report_views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
         """An in-memory DuckDB connection with every table as a view (never locks the catalog).
 
         The user's own database ``user.duckdb`` (next to ``results.duckdb``), when present, is
         attached read-only as ``user_db`` (skipped while another session holds it read-write).
+        ``report_views=False``: the base tables' views only (and ``progress``), for a caller that
+        reads nothing else: each report view binds its tables' files again when it is created.
         """
         with self._pinned() as pinned:
-            yield from self._connect_on(pinned)
+            yield from self._connect_on(pinned, report_views=report_views)
 
     def _connect_on(
-        self, root: Path, before_report_views: Callable[[duckdb.DuckDBPyConnection], None] | None = None
+        self,
+        root: Path,
+        before_report_views: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
+        commented: bool = True,
+        report_views: bool = True,
     ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """``commented``: with the views' ``COMMENT ON`` texts (for people and tools that list them);
+        ``report_views``: with the report views (CATALOG_VIEWS) at all."""
         con = duckdb.connect(":memory:")
         try:
             self._create_views(con, root)
             if before_report_views is not None:
                 before_report_views(con)
-            self._extra_views(con)
+            if report_views:
+                self._extra_views(con, commented)
             trim_heap()  # binding the views over ~15k files leaves ~450 MB of freed heap (pipeline/util/heap.py)
             user_db = self.root / USER_DATABASE
             if user_db.exists():
@@ -434,9 +444,11 @@ class ResultStore:
                     trim_heap()
 
         # copied before the report views are made: each of them binds against the copies, not
-        # against every file's footer again (2,000 questions, ~8k files: 80 s of a report refresh)
+        # against every file's footer again (2,000 questions, ~8k files: 80 s of a report refresh).
+        # No comments: only the report reads this connection, never them, and commenting binds
+        # every view once more (duckdb_columns(); ~1.4 s of a 2,000-question run's end)
         with self._pinned() as pinned:
-            yield from self._connect_on(pinned, copy)
+            yield from self._connect_on(pinned, copy, commented=False)
 
     @contextlib.contextmanager
     def reader(self, as_written: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -578,9 +590,11 @@ class ResultStore:
                 shutil.rmtree(files, ignore_errors=True)
         return views, files.name
 
-    def _extra_views(self, con: duckdb.DuckDBPyConnection) -> list[str]:
-        """The report views of ``views`` (pipeline.catalog.views.CATALOG_VIEWS) and the catalog's comments."""
-        return create_report_views(con, self.views)
+    def _extra_views(self, con: duckdb.DuckDBPyConnection, commented: bool = True) -> list[str]:
+        """The report views of ``views`` (pipeline.catalog.views.CATALOG_VIEWS) and, when ``commented``,
+        the catalog's comments."""
+        creators = self.views if commented else tuple(v for v in self.views if v is not comment_views)
+        return create_report_views(con, creators)
 
 
 def open_catalog(path: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:

@@ -263,3 +263,37 @@ def test_stage_failures_equal_the_progress_views_failed_questions(setup: tuple[C
     assert [k for k, _ in from_view] == ["d__q2", "d__q4"]
     assert stage_failures(store.parquet_root, "answers", ["d__q0", "d__q1"]) == []
     assert stage_failures(store.parquet_root, "judgments", KEYS) == []  # a stage with no file yet
+
+
+def test_the_run_ends_summary_skips_the_view_only_when_it_would_find_no_failure(
+    setup: tuple[ConfigFile, Path],
+) -> None:
+    """``failed_by_stage`` answers from the status indexes when no row failed, else from ``progress``."""
+    from assets.run_gate import failed_by_stage, no_failed_rows
+
+    res, _ = setup
+    store = res.store()
+    FAIL.add("d__q2")
+    run_stage(res, KEYS)
+    store.refresh_catalog()
+    sql = "SELECT partition_key FROM progress WHERE stage = 'answers' AND status = 'failed' ORDER BY 1"
+    failed_in_view = [r["partition_key"] for r in store.query(sql).to_pylist()]
+    for keys in (KEYS, ["d__q0", "d__q1"], ["d__q2"], ["d__q3"]):
+        assert no_failed_rows(store, ["answers"], keys) == (not set(keys) & set(failed_in_view))
+        got = failed_by_stage(store, ["answers"], keys)
+        assert (got["answers"].n if got else 0) == len(set(keys) & set(failed_in_view))
+    assert not no_failed_rows(store, ["answers"], ["d__#7"])  # a keyless load failure's progress key
+    assert no_failed_rows(store, ["judgments"], KEYS)  # a stage with no file yet
+
+
+def test_the_manifests_stored_units_from_the_indexes_equal_the_views(setup: tuple[ConfigFile, Path]) -> None:
+    """The manifest's identity reads the status indexes: the same (stage, dataset, unit, hash) as the views."""
+    from pipeline.provenance.identity import indexed_units, stored_units
+
+    res, _ = setup
+    store = res.store()
+    FAIL.add("d__q2")
+    run_stage(res, KEYS)
+    with store.connect() as con:
+        from_views = stored_units(con)
+    assert from_views and indexed_units(store.parquet_root) == from_views
