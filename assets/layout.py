@@ -10,6 +10,7 @@ of assets with its own partition status, exactly as each has its own results fol
 import multiprocessing
 import os
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -73,6 +74,16 @@ def run_worker_pid() -> int:
     return parent.pid if parent is not None and parent.pid is not None else os.getpid()
 
 
+def is_this_process(tags: Mapping[str, str]) -> bool:
+    """Whether the tagged process is this run worker (in-process runs of one process: pytest, a notebook).
+
+    Why the host as well as the pid: every Celery solo worker, container or pod may be pid 1 of its
+    own host; comparing pids alone took another host's runs for this process's own, so a dead
+    host's runs were never reaped and a live one's questions were not held (issue 38).
+    """
+    return tags.get(TAG_HOST) == socket.gethostname() and tags.get(TAG_PID) == str(run_worker_pid())
+
+
 def _process_tags() -> dict[str, str]:
     """Where this run lives (its run worker): lets a later run tell that a killed run's process is gone."""
     worker = psutil.Process(run_worker_pid())
@@ -134,7 +145,7 @@ def reap_dead_runs(instance: dg.DagsterInstance, exclude: str) -> list[str]:
     statuses = [*_ALIVE_STATUSES, dg.DagsterRunStatus.NOT_STARTED]
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=statuses)):
         process = run_process(run)
-        if run.run_id != exclude and process.get(TAG_PID) != str(run_worker_pid()) and _process_gone(process):
+        if run.run_id != exclude and not is_this_process(process) and _process_gone(process):
             instance.report_run_failed(run, f"membench: {_why_dead(process)}; run {run.run_id} marked failed")
             if process.get(TAG_HEARTBEAT):
                 Path(process[TAG_HEARTBEAT]).unlink(missing_ok=True)

@@ -10,7 +10,6 @@ happen under one file lock in the results folder, so of two runs starting togeth
 """
 
 import os
-import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -26,11 +25,11 @@ from assets.layout import (
     _process_gone,
     _process_tags,
     claim_file,
+    is_this_process,
     prefix_of,
     reap_dead_runs,
     run_process,
     run_tags,
-    run_worker_pid,
 )
 from assets.run_console import HELD_MARK, refused
 from assets.run_gate import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
@@ -61,7 +60,6 @@ def holding_run(
     run: dg.DagsterRun,
     config: str,
     key_order: Callable[[], Mapping[str, int]],
-    my_pid: str,
 ) -> dg.DagsterRun | None:
     """Another live run of ``config`` whose process claimed it (tagged) and shares a question with ``run``.
 
@@ -71,7 +69,7 @@ def holding_run(
     order: Mapping[str, int] | None = None
     for other in others:
         tags = dict(other.tags)
-        if other.run_id == run.run_id or TAG_PID not in tags or tags[TAG_PID] == my_pid:
+        if other.run_id == run.run_id or TAG_PID not in tags or is_this_process(tags):
             continue  # not claimed yet, or a run of this very process (in-process test runs)
         if _process_gone(tags):
             continue
@@ -140,11 +138,10 @@ def refuse_colliding_run(context: dg.AssetExecutionContext, cfg: BenchmarkConfig
         keys = [k for ds in config_keys(cfg, cfg.resolved_results_dir() / "parquet") for k in ds.keys]
         return {k: i for i, k in enumerate(keys)}
 
-    my_pid = str(run_worker_pid())
-    holder = holding_run(context.instance, context.run, cfg.config_name, key_order, my_pid)
+    holder = holding_run(context.instance, context.run, cfg.config_name, key_order)
     message = refusal(cfg.config_name, holder) if holder is not None else None
     if message is None:
-        claim = foreign_claim(context.instance, context.run, cfg, key_order, my_pid)
+        claim = foreign_claim(context.instance, context.run, cfg, key_order)
         message = refusal_of(cfg.config_name, claim.describe()) if claim is not None else None
     if message is not None:
         cancel_refused(context, message)
@@ -156,7 +153,6 @@ def foreign_claim(
     run: dg.DagsterRun,
     cfg: BenchmarkConfig,
     key_order: Callable[[], Mapping[str, int]],
-    my_pid: str,
 ) -> Claim | None:
     """A live claim in the results folder by a run this Dagster instance does not know, over a shared question.
 
@@ -165,7 +161,7 @@ def foreign_claim(
     """
     order: Mapping[str, int] | None = None
     for path, claim in claims(cfg.resolved_results_dir()):
-        if claim.config != cfg.config_name or claim.run_id == run.run_id or not _claim_alive(path, claim, my_pid):
+        if claim.config != cfg.config_name or claim.run_id == run.run_id or not _claim_alive(path, claim):
             continue
         if instance.get_run_by_id(claim.run_id) is not None:
             continue  # a run of this instance: holding_run judged it by its status
@@ -175,14 +171,14 @@ def foreign_claim(
     return None
 
 
-def _claim_alive(path: Path, claim: Claim, my_pid: str) -> bool:
+def _claim_alive(path: Path, claim: Claim) -> bool:
     """Whether a claim's run may still be running: it beats, and on this host its process lives.
 
     A claim of a live process that stopped beating (its instance went away under it) is not alive.
     """
-    if claim.host == socket.gethostname() and claim.pid == my_pid:
-        return False  # a run of this very process (in-process test runs)
     process = {TAG_HOST: claim.host, TAG_PID: claim.pid, TAG_PID_STARTED: claim.pid_started}
+    if is_this_process(process):
+        return False  # a run of this very process (in-process test runs)
     return not heartbeat_stopped(path) and not _process_gone(process)
 
 
@@ -222,8 +218,7 @@ def live_run_of(config: str, results: Path) -> str | None:
 
 def _live_claim(config: str, results: Path, known: Callable[[str], bool]) -> str | None:
     """A live claim of ``config`` in ``results`` by a run that ``known`` (this instance) does not hold."""
-    my_pid = str(run_worker_pid())
     for path, claim in claims(results):
-        if claim.config == config and _claim_alive(path, claim, my_pid) and not known(claim.run_id):
+        if claim.config == config and _claim_alive(path, claim) and not known(claim.run_id):
             return claim.describe()
     return None

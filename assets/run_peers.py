@@ -15,7 +15,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.layout import TAG_CONFIG, TAG_PID, _process_gone, run_worker_pid
+from assets.layout import TAG_CONFIG, _process_gone, is_this_process
 from assets.run_claim import key_span, overlaps
 from pipeline.util.filelock import file_lock
 
@@ -76,7 +76,7 @@ def _pending_peers(
         tags = dict(other.tags)
         if other.run_id == run.run_id or (ended / other.run_id).exists():
             continue
-        if tags.get(TAG_PID) == str(run_worker_pid()) or _process_gone(tags):
+        if is_this_process(tags) or _process_gone(tags):
             continue
         order = order or {k: i for i, k in enumerate(partitions_def.get_partition_keys())}
         if not overlaps(key_span(run.tags, order), key_span(tags, order)):

@@ -78,14 +78,14 @@ def instance() -> dg.DagsterInstance:
         yield inst
 
 
-def _other_host_run(instance: dg.DagsterInstance, beat: Path | None) -> dg.DagsterRun:
-    """A STARTED run of config ``bench`` over every KEY, claimed by a process of another host."""
+def _other_host_run(instance: dg.DagsterInstance, beat: Path | None, pid: str = "4242") -> dg.DagsterRun:
+    """A STARTED run of config ``bench`` over every KEY, claimed by process ``pid`` of another host."""
     tags = {
         TAG_CONFIG: "bench",
         RANGE_START_TAG: KEYS[0],
         RANGE_END_TAG: KEYS[-1],
         TAG_HOST: OTHER_HOST,
-        TAG_PID: "4242",
+        TAG_PID: pid,
         TAG_PID_STARTED: "1.000",
         **({TAG_HEARTBEAT: str(beat)} if beat is not None else {}),
     }
@@ -107,11 +107,15 @@ def _order() -> dict[str, int]:
     return {k: i for i, k in enumerate(KEYS)}
 
 
-def test_a_run_of_a_dead_host_is_reaped_and_holds_no_question(tmp_path: Path, instance: dg.DagsterInstance) -> None:
+@pytest.mark.parametrize("pid", ["4242", "this process's pid"])
+def test_a_run_of_a_dead_host_is_reaped_and_holds_no_question(
+    tmp_path: Path, instance: dg.DagsterInstance, pid: str
+) -> None:
+    """Also when its pid is this process's (every solo Celery worker, container or pod may be pid 1)."""
     beat = _beat_at(heartbeat_path(tmp_path, "dead"), seconds_ago=3600)
-    dead = _other_host_run(instance, beat)
+    dead = _other_host_run(instance, beat, str(os.getpid()) if pid == "this process's pid" else pid)
     rerun = _rerun(instance)
-    assert holding_run(instance, rerun, "bench", _order, my_pid=str(os.getpid())) is None
+    assert holding_run(instance, rerun, "bench", _order) is None
     assert reap_dead_runs(instance, exclude=rerun.run_id) == [dead.run_id]
     reaped = instance.get_run_by_id(dead.run_id)
     assert reaped is not None and reaped.status == dg.DagsterRunStatus.FAILURE
@@ -121,10 +125,10 @@ def test_a_run_of_a_dead_host_is_reaped_and_holds_no_question(tmp_path: Path, in
 
 
 def test_a_run_of_a_live_host_is_left_alone_and_still_holds(tmp_path: Path, instance: dg.DagsterInstance) -> None:
-    live = _other_host_run(instance, _beat_at(heartbeat_path(tmp_path, "live"), seconds_ago=1))
+    live = _other_host_run(instance, _beat_at(heartbeat_path(tmp_path, "live"), seconds_ago=1), str(os.getpid()))
     unknown = _other_host_run(instance, None)  # claimed without a heartbeat tag: nothing says it died
     rerun = _rerun(instance)
-    holder = holding_run(instance, rerun, "bench", _order, my_pid=str(os.getpid()))
+    holder = holding_run(instance, rerun, "bench", _order)
     assert holder is not None and holder.run_id in {live.run_id, unknown.run_id}
     assert reap_dead_runs(instance, exclude=rerun.run_id) == []
 
