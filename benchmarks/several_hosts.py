@@ -78,7 +78,9 @@ LOGS = """query($key: [String!]!) { capturedLogs(logKey: $key) { stdout stderr }
 # ---- test hosts ---------------------------------------------------------------------------------
 def sh(*args: str) -> None:
     """A set-up command that must work (ip, runuser): its error output ends the benchmark."""
-    subprocess.run(args, check=True, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
 
 
 def netns_names(workers: int) -> list[str]:
@@ -359,6 +361,7 @@ def compute_log_seen(root: Path, run_ids: list[str], instance: Any) -> str:
 def case_hosts(workers: int) -> Iterator[list[Host]]:
     """The namespaces and this case's processes; everything killed and deleted after."""
     root = Path(tempfile.mkdtemp(prefix="membench-hosts-"))
+    root.chmod(0o755)  # PostgreSQL runs as its own user
     (root / "logs").mkdir()
     hosts = [Host(name, root / "logs") for name in netns_names(workers)]
     own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)  # this thread's namespace, to come back to
