@@ -127,11 +127,15 @@ class Host:
     logs: Path
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def spawn(self, argv: list[str], env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
+    def spawn(self, argv: list[str], env: dict[str, str], log: str, pidns: bool = True) -> subprocess.Popen[bytes]:
         """``argv`` as PID 1 of a new PID namespace (``--kill-child``: when the returned process dies,
-        everything it started on this host dies too) with this host's name as its hostname."""
-        wrap = ["ip", "netns", "exec", self.name, "unshare", "--uts", "--pid", "--fork", "--kill-child",
-                "--mount-proc", "sh", "-c", f'hostname {self.name} && exec "$@"', "sh"]  # fmt: skip
+        everything it started on this host dies too) with this host's name as its hostname. Not
+        ``pidns`` for a command that changes its user (the kernel then drops its parent-death signal):
+        it runs as the returned process itself."""
+        wrap = ["ip", "netns", "exec", self.name]
+        if pidns:
+            wrap += ["unshare", "--uts", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
+                     f'hostname {self.name} && exec "$@"', "sh"]  # fmt: skip
         with (self.logs / f"{self.name}-{log}.log").open("ab") as out:
             proc = subprocess.Popen([*wrap, *argv], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         self.procs.append(proc)
@@ -176,7 +180,7 @@ def start_postgres(hub: Host, root: Path, env: dict[str, str]) -> str:
     with (data / "pg_hba.conf").open("a") as hba:
         hba.write(f"host all all {NET}.0/24 trust\n")
     hub.spawn(as_postgres(str(PG_BIN / "postgres"), "-D", str(data), "-p", str(PG_PORT), "-k", str(data),
-                          "-c", f"listen_addresses={HUB_IP}"), env, "postgres")  # fmt: skip
+                          "-c", f"listen_addresses={HUB_IP}"), env, "postgres", pidns=False)  # fmt: skip
     ready = ["ip", "netns", "exec", hub.name, str(PG_BIN / "pg_isready"), "-h", HUB_IP, "-p", str(PG_PORT)]
     wait_for("PostgreSQL", lambda: subprocess.run(ready, capture_output=True).returncode == 0, 60)
     sh("ip", "netns", "exec", hub.name, *as_postgres(str(PG_BIN / "createdb"), "-h", HUB_IP, "-p", str(PG_PORT),
