@@ -322,13 +322,16 @@ def wait_backfill(backfill_id: str, timeout_s: float, settle_s: float, server: E
     return f"{status} (timed out after {timeout_s:.0f} s)"
 
 
-def kill_when(server: Endpoint, replies: int, victim: Host, timeout_s: float) -> float:
-    """SIGKILL every process of ``victim`` once the endpoint has answered ``replies`` requests."""
+def kill_when(server: Endpoint, replies: int, victim: Host, timeout_s: float) -> set[int]:
+    """SIGKILL every process of ``victim`` once the endpoint has answered ``replies`` requests; the
+    requests in flight then (read once the host is gone): a reply the dead host never got or never
+    stored may be asked for again, which is no reply paid twice by the pipeline."""
     wait_for(f"{replies} LLM replies", lambda: sum(1 for e in server.log if e.end is not None) >= replies,
              timeout_s, 0.05)  # fmt: skip
     at = time.time()
     victim.kill()
-    return at
+    time.sleep(1.0)  # the PID namespace's other processes die with its first one, not in the same instant
+    return in_flight_at(server.request_log(), at)
 
 
 def not_done(store: Any, keys: list[str]) -> list[str]:
@@ -421,9 +424,9 @@ def run_case(args: argparse.Namespace, workers: int, kill: bool) -> Case:
                                                    "MEMBENCH_COMPUTE_LOGS")})  # fmt: skip
             start = time.monotonic()
             first = launch_backfill(keys)
-            killed_at = None
+            excused: set[int] = set()
             if kill:
-                killed_at = kill_when(server, int(args.kill_after * 2 * len(keys)), hosts[-1], args.timeout)
+                excused = kill_when(server, int(args.kill_after * 2 * len(keys)), hosts[-1], args.timeout)
                 case.notes.append(f"killed {hosts[-1].name} after {server.request_count} LLM requests")
             status = wait_backfill(first, args.timeout, args.settle, server)
             case.notes.append(f"backfill: {status}")
@@ -443,7 +446,6 @@ def run_case(args: argparse.Namespace, workers: int, kill: bool) -> Case:
                 mismatches = status_mismatches(instance, PREFIX, keys, store)
                 case.notes.append(compute_log_seen(root, run_ids, instance))
             log = server.request_log()
-            excused = in_flight_at(log, killed_at) if killed_at is not None else set()
             case.requests = len(log)
             case.figures = {
                 "requested twice": requested_twice(log, excused),
