@@ -29,6 +29,7 @@ worker has its stdout/stderr readable from the hub, and ends with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -125,32 +126,46 @@ class Host:
 
     name: str
     logs: Path
+    own_pids: bool = True  # its own process table (PID namespace), as a machine or a container has
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def spawn(self, argv: list[str], env: dict[str, str], log: str, pidns: bool = True) -> subprocess.Popen[bytes]:
-        """``argv`` as PID 1 of a new PID namespace (``--kill-child``: when the returned process dies,
-        everything it started on this host dies too) with this host's name as its hostname. Not
-        ``pidns`` for a command that changes its user (the kernel then drops its parent-death signal):
-        it runs as the returned process itself."""
+        """``argv`` with this host's name as its hostname; with ``own_pids`` as PID 1 of a new PID
+        namespace (``--kill-child``: when the returned process dies, everything it started on this
+        host dies too). Not ``pidns`` for a command that changes its user (the kernel then drops its
+        parent-death signal): it runs as the returned process itself."""
         wrap = ["ip", "netns", "exec", self.name]
         if pidns:
-            wrap += ["unshare", "--uts", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
-                     f'hostname {self.name} && exec "$@"', "sh"]  # fmt: skip
+            pids = ["--pid", "--fork", "--kill-child", "--mount-proc"] if self.own_pids else []
+            wrap += ["unshare", "--uts", *pids, "sh", "-c", f'hostname {self.name} && exec "$@"', "sh"]
         with (self.logs / f"{self.name}-{log}.log").open("ab") as out:
             proc = subprocess.Popen([*wrap, *argv], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         self.procs.append(proc)
         return proc
 
     def kill(self) -> None:
-        """SIGKILL every process started here (by its pid), and wait for each (bounded)."""
+        """SIGKILL every process started here (by its pid, with the processes each started), and wait
+        for each (bounded)."""
         for proc in self.procs:
             if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGKILL)
+                for pid in [proc.pid, *descendants(proc.pid)]:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
         for proc in self.procs:
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 print(f"  {self.name}: pid {proc.pid} did not exit in 30 s", flush=True)
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and theirs (a step process of a run on a shared-PID host)."""
+    import psutil
+
+    try:
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
 
 
 def wait_for(what: str, fn: Callable[[], T | None], timeout_s: float, every_s: float = 1.0) -> T:
@@ -365,12 +380,12 @@ def compute_log_seen(root: Path, run_ids: list[str], instance: Any) -> str:
 
 
 @contextmanager
-def case_hosts(workers: int) -> Iterator[list[Host]]:
+def case_hosts(workers: int, own_pids: bool) -> Iterator[list[Host]]:
     """The namespaces and this case's processes; everything killed and deleted after."""
     root = Path(tempfile.mkdtemp(prefix="membench-hosts-"))
     root.chmod(0o755)  # PostgreSQL runs as its own user
     (root / "logs").mkdir()
-    hosts = [Host(name, root / "logs") for name in netns_names(workers)]
+    hosts = [Host(name, root / "logs", own_pids) for name in netns_names(workers)]
     own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)  # this thread's namespace, to come back to
     make_network(workers)
     try:
@@ -398,7 +413,7 @@ def run_case(args: argparse.Namespace, workers: int, kill: bool) -> Case:
 
     case = Case(f"{workers} worker host{'s' if workers > 1 else ''}" + (", one killed" if kill else ""), args.questions)
     server = Endpoint(args.delay)
-    with case_hosts(workers) as hosts:
+    with case_hosts(workers, not args.shared_pids) as hosts:
         hub, root = hosts[0], hosts[0].logs.parent
         server.start()
         try:
@@ -479,8 +494,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2, help="Celery worker processes per host")
     parser.add_argument("--concurrency", type=int, default=1, help="each worker's --concurrency")
     parser.add_argument("--kill-after", type=float, default=0.3, help="share of the LLM requests before the kill")
-    parser.add_argument("--settle", type=float, default=240.0, help="seconds without change that end a wait")
+    parser.add_argument("--settle", type=float, default=150.0, help="seconds without change that end a wait")
     parser.add_argument("--timeout", type=float, default=900.0, help="longest wait for one backfill")
+    parser.add_argument("--shared-pids", action="store_true",
+                        help="hosts share the machine's process table (default: each its own, as machines and "
+                        "containers have; then every Celery worker is pid 1 of its host)")
     parser.add_argument("--cases", default="1,2", help="worker hosts per case (the 2-host case kills one)")
     args = parser.parse_args()
     if os.geteuid() != 0:
