@@ -365,9 +365,9 @@ def questions_lost(store: Any, keys: list[str]) -> int:
 def compute_log_seen(root: Path, run_ids: list[str], instance: Any) -> str:
     """A run executed on a worker: its captured stderr, as a file under the shared base_dir and as the
     webserver's GraphQL returns it to the UI."""
-    for run_id in run_ids:
-        run = instance.get_run_by_id(run_id)
-        host = run.tags.get("membench/host", "?") if run else "?"
+    runs = [r for r in (instance.get_run_by_id(i) for i in run_ids) if r is not None]
+    for run in sorted(runs, key=lambda r: r.status.value != "SUCCESS"):  # a finished run's log first
+        run_id, host = run.run_id, run.tags.get("membench/host", "?")
         if not host.startswith("mbh-w"):
             continue
         for path in sorted((root / "compute_logs" / run_id).rglob("*.err")):
