@@ -496,9 +496,12 @@ def main() -> int:
     parser.add_argument("--kill-after", type=float, default=0.3, help="share of the LLM requests before the kill")
     parser.add_argument("--settle", type=float, default=150.0, help="seconds without change that end a wait")
     parser.add_argument("--timeout", type=float, default=900.0, help="longest wait for one backfill")
-    parser.add_argument("--shared-pids", action="store_true",
-                        help="hosts share the machine's process table (default: each its own, as machines and "
-                        "containers have; then every Celery worker is pid 1 of its host)")
+    parser.add_argument(
+        "--shared-pids",
+        action="store_true",
+        help="hosts share the machine's process table (default: each its own, as machines and "
+        "containers have; then every Celery worker is pid 1 of its host)",
+    )
     parser.add_argument("--cases", default="1,2", help="worker hosts per case (the 2-host case kills one)")
     args = parser.parse_args()
     if os.geteuid() != 0:
