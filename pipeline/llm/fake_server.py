@@ -121,7 +121,12 @@ def word_count(text: str) -> int:
 
 
 class FakeOpenAIServer:
-    """ThreadingHTTPServer on 127.0.0.1 (free port) answering POST ``.../chat/completions``."""
+    """ThreadingHTTPServer on ``host`` (127.0.0.1; a free port) answering POST ``.../chat/completions``.
+
+    A subclass may set ``host`` to another local address: benchmarks/several_hosts.py serves test
+    hosts in network namespaces, which cannot reach the hub's loopback address."""
+
+    host = "127.0.0.1"
 
     def __init__(self, default_reply: str = "I don't know.", default_delay_s: float = 0.0) -> None:
         self.default = Rule("", default_reply, default_delay_s)
@@ -219,11 +224,11 @@ class FakeOpenAIServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://{self.host}:{self.port}/v1"
 
     def start(self) -> Self:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = ThreadingHTTPServer((self.host, 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), name="fake-openai", daemon=True)
         self._thread.start()
