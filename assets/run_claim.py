@@ -104,9 +104,10 @@ def check_scope(context: dg.AssetExecutionContext, cfg: BenchmarkConfig) -> None
     missing = {k: v for k, v in wanted.items() if context.run.tags.get(k) != v}
     with file_lock(cfg.resolved_results_dir() / CLAIM_LOCK):  # check and claim at once (assets/run_claim.py)
         refuse_colliding_run(context, cfg)
+        # the file before the tag naming it: a tagged heartbeat file that is missing is never taken for dead
+        write_claim(beat, _claim(context.run, cfg.config_name, wanted))
         if missing:
             context.instance.add_run_tags(context.run.run_id, missing)
-        write_claim(beat, _claim(context.run, cfg.config_name, wanted))
     instance, run_id = context.instance, context.run.run_id
     start_heartbeat(beat, run_id, lambda: _has_ended(instance, run_id))
     reap_dead_runs(context.instance, exclude=context.run.run_id)
