@@ -10,7 +10,7 @@ happen under one file lock in the results folder, so of two runs starting togeth
 """
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -160,16 +160,22 @@ def foreign_claim(
     Why: two Dagster homes on one results folder (a second ``dagster dev``, another host's instance)
     see none of each other's runs; their claims in the shared folder are what they share.
     """
+    def known(run_id: str) -> bool:  # this run, or one of this instance: holding_run judged it by its status
+        return run_id == run.run_id or instance.get_run_by_id(run_id) is not None
+
     order: Mapping[str, int] | None = None
-    for path, claim in claims(cfg.resolved_results_dir()):
-        if claim.config != cfg.config_name or claim.run_id == run.run_id or not _claim_alive(path, claim):
-            continue
-        if instance.get_run_by_id(claim.run_id) is not None:
-            continue  # a run of this instance: holding_run judged it by its status
+    for claim in live_claims(cfg.config_name, cfg.resolved_results_dir(), known):
         order = key_order() if order is None else order
         if overlaps(key_span(run.tags, order), key_span(claim.tags, order)):
             return claim
     return None
+
+
+def live_claims(config: str, results: Path, known: Callable[[str], bool]) -> Iterator[Claim]:
+    """The live claims of ``config`` in the results folder ``results`` by runs ``known`` does not know."""
+    for path, claim in claims(results):
+        if claim.config == config and _claim_alive(path, claim) and not known(claim.run_id):
+            yield claim
 
 
 def _claim_alive(path: Path, claim: Claim) -> bool:
@@ -205,21 +211,14 @@ def live_run_of(config: str, results: Path) -> str | None:
     """
     home = os.environ.get("DAGSTER_HOME")
     if not home or not os.path.isdir(home):
-        return _live_claim(config, results, known=lambda _run_id: False)
+        return next((c.describe() for c in live_claims(config, results, known=lambda _run_id: False)), None)
     instance = dg.DagsterInstance.get()
     try:
         runs = instance.get_runs(filters=dg.RunsFilter(statuses=list(LIVE), tags={TAG_CONFIG: config}))
         live = [r.run_id for r in runs if not _process_gone(run_process(r))]
         if live:
             return live[0]
-        return _live_claim(config, results, known=lambda run_id: instance.get_run_by_id(run_id) is not None)
+        others = live_claims(config, results, known=lambda run_id: instance.get_run_by_id(run_id) is not None)
+        return next((c.describe() for c in others), None)
     finally:
         instance.dispose()
-
-
-def _live_claim(config: str, results: Path, known: Callable[[str], bool]) -> str | None:
-    """A live claim of ``config`` in ``results`` by a run that ``known`` (this instance) does not hold."""
-    for path, claim in claims(results):
-        if claim.config == config and _claim_alive(path, claim) and not known(claim.run_id):
-            return claim.describe()
-    return None
