@@ -99,11 +99,8 @@ class QuestionReporter:
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        """Stop the timer; what was recorded is logged even when the stage raised."""
-        self._stop.set()
-        self._timer.join()
-        with self._lock:
-            self._flush()
+        """What was recorded is logged even when the stage raised."""
+        self._close()
 
     def watch(self, outcome: StageOutcome) -> None:
         """The stage's outcome, filled as it records questions: each event's metadata comes from it."""
@@ -118,12 +115,17 @@ class QuestionReporter:
 
     def finish(self, keys: Sequence[str]) -> tuple[int, int]:
         """Log every key of ``keys`` not logged yet; (materialized, failed) over the whole step."""
+        with self._lock:
+            self._pending += keys  # _flush skips the keys already logged
+        self._close()
+        return self.materialized, self.failed
+
+    def _close(self) -> None:
+        """Stop the timer, then log what is still pending."""
         self._stop.set()
         self._timer.join()
         with self._lock:
-            self._pending += [k for k in keys if k not in self._reported and k not in self._pending]
             self._flush()
-        return self.materialized, self.failed
 
     def _tick(self) -> None:
         for _ in range(MAX_TICKS):
