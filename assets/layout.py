@@ -16,7 +16,7 @@ from pathlib import Path
 import dagster as dg
 import psutil
 
-from assets.run_heartbeat import heartbeat_path, heartbeat_stopped
+from assets.run_heartbeat import heartbeat_stopped
 from pipeline.config.model import BenchmarkConfig
 from pipeline.core.records import CANONICAL_ASSET_TABLES
 
@@ -157,8 +157,3 @@ def _why_dead(process: dict[str, str]) -> str:
     if process.get(TAG_HOST) == socket.gethostname():
         return f"its process {process.get(TAG_PID)} is gone (killed)"
     return f"its host {process.get(TAG_HOST)} stopped beating (dead or cut off) in the shared results folder"
-
-
-def claim_file(cfg: BenchmarkConfig, run_id: str) -> Path:
-    """The run's claim and heartbeat file in the config's results folder."""
-    return heartbeat_path(cfg.resolved_results_dir(), run_id)

@@ -24,7 +24,6 @@ from assets.layout import (
     TAG_PID_STARTED,
     _process_gone,
     _process_tags,
-    claim_file,
     is_this_process,
     prefix_of,
     reap_dead_runs,
@@ -33,7 +32,7 @@ from assets.layout import (
 )
 from assets.run_console import HELD_MARK, refused
 from assets.run_gate import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
-from assets.run_heartbeat import Claim, claims, heartbeat_stopped, start_heartbeat, write_claim
+from assets.run_heartbeat import Claim, claims, heartbeat_path, heartbeat_stopped, start_heartbeat, write_claim
 from pipeline.config.model import BenchmarkConfig
 from pipeline.util.filelock import file_lock
 
@@ -99,7 +98,7 @@ def check_scope(context: dg.AssetExecutionContext, cfg: BenchmarkConfig) -> None
             f"these assets belong to config {prefix!r} but the benchmark resource loads {cfg.source} "
             f"(config {cfg.config_name!r}); choose a config with MEMBENCH_CONFIG=<file> before starting Dagster"
         )
-    beat = claim_file(cfg, context.run.run_id)
+    beat = heartbeat_path(cfg.resolved_results_dir(), context.run.run_id)
     wanted = run_tags(cfg) | _process_tags() | {TAG_HEARTBEAT: str(beat)}
     missing = {k: v for k, v in wanted.items() if context.run.tags.get(k) != v}
     with file_lock(cfg.resolved_results_dir() / CLAIM_LOCK):  # check and claim at once (assets/run_claim.py)
