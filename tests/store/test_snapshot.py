@@ -103,4 +103,3 @@ def test_a_snapshots_report_fingerprint_is_its_files_as_they_were(store: ResultS
 
 def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-
