@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from pipeline.report.refresh import report_fingerprint
-from pipeline.store.results import SNAPSHOT_TABLES, ResultStore, write_parquet_atomic
+from pipeline.store.results import SNAPSHOT_TABLES, SNAPSHOT_VIEWS, ResultStore, write_parquet_atomic
 from tests.support.report import build_full_store
 
 VIEWS = ("accuracy_report", "accuracy_by_type", "paired_comparisons", "progress_summary")
@@ -31,7 +31,7 @@ def _rows(con, sql: str) -> list[tuple]:  # type: ignore[no-untyped-def]
 def test_snapshot_copies_tables_and_answers_as_connect(store: ResultStore) -> None:
     with store.connect() as live, store.snapshot() as snap:
         temp = {r[0] for r in snap.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
-        assert temp == set(SNAPSHOT_TABLES)
+        assert temp == set(SNAPSHOT_TABLES) | set(SNAPSHOT_VIEWS)
         for name in (*SNAPSHOT_TABLES, *VIEWS):
             assert _rows(snap, f'SELECT * FROM "{name}"') == _rows(live, f'SELECT * FROM "{name}"'), name
 
