@@ -28,7 +28,7 @@ from assets.partition_status import OUTPUT_MARKER, QuestionReporter, reporting, 
 from assets.retrieval import run_retrievals
 from assets.run_claim import check_scope
 from assets.run_console import questions_failed
-from assets.run_gate import finish_run, is_last_step, run_partition_keys
+from assets.run_gate import finish_run, run_partition_keys
 from assets.run_peers import peers_still_running
 from pipeline.judges.select import without_llm_judge
 from pipeline.kinds.resolve import ResolvedConfig
@@ -191,21 +191,6 @@ def _metadata(outcome: StageOutcome, store: ResultStore, extra: dict[str, Any]) 
     return meta
 
 
-def refresh_catalog_if_last(context: dg.AssetExecutionContext, results: ResultStore) -> None:
-    """Refresh the catalog after a stage only when it is the run's last step.
-
-    Why: each rebuild binds every file of the folder again; a run rebuilt it after each of its
-    stages although its last step rebuilds it anyway (and K concurrent backfill chunks did so
-    4 K times), while the stages' checks read the stage files themselves (``failed_questions``).
-    Between two refreshes the catalog's views still read the folder's files at query time, and a
-    reader that wants it current builds its views afresh (``ResultStore.reader``).
-    """
-    if not is_last_step(context):
-        context.log.info("catalog refresh left to the run's last step")
-        return
-    results.refresh_catalog()
-
-
 def build_stage_asset(
     prefix: str, sd: StageDef, partitions_def: dg.PartitionsDefinition, backfill_policy: dg.BackfillPolicy
 ) -> dg.AssetsDefinition:
@@ -239,7 +224,6 @@ def build_stage_asset(
         with reporting(reporter):  # each question's partition event, logged as the stage records it
             outcome, extra = sd.runner(context, bench, results, keys, StageClients(embeddings, llm, judge_llm))
             materialized, failed = reporter.finish(keys)
-        refresh_catalog_if_last(context, results)
         checks = [_rows_check(results, sd.name, asset_key, outcome.written)]
         # the output marks its asset events as logged here: per question, ok ones materialized, failed ones not
         yield dg.MaterializeResult(
@@ -250,6 +234,7 @@ def build_stage_asset(
             context.log.error(outcome.stopped)
         notes = [n for n in (without_llm_judge(bench),) if n]
         names = [d.name for d in bench.config.datasets]
+        # at the run's last step: the catalog, the manifest and the report (assets/run_gate.py)
         finish_run(context, results, partitions_def, names, peers_still_running, notes)
 
     return _stage

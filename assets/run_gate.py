@@ -26,7 +26,7 @@ from assets.run_console import datasets_failed, say_at_exit
 from pipeline.core.partitions import dataset_of
 from pipeline.datasets.convert import dataset_failure_path
 from pipeline.llm.protocol import DERIVED_ERROR_PATTERN, NOT_ATTEMPTED
-from pipeline.provenance.manifest import write_manifest
+from pipeline.provenance.run_end import refresh_run_end
 from pipeline.report.refresh import refresh_report_files
 from pipeline.run.status_index import stage_failures
 from pipeline.store.results import ResultStore
@@ -173,6 +173,36 @@ def failed_datasets(
     return out
 
 
+def refresh_at_end(
+    context: dg.AssetExecutionContext,
+    store: ResultStore,
+    partitions_def: dg.PartitionsDefinition,
+    peers: PeerCheck | None = None,
+) -> None:
+    """The catalog, and unless ``peers`` are still running the manifest and the report, after a run
+    whose last step is a stage (it has no report step to do it).
+
+    Why the catalog here and not in the stage: the manifest writes two tables the catalog is built
+    from, so a rebuild before it was rebuilt again after it (~8 s each at 2,000 questions); with the
+    manifest and the report it is rebuilt once (pipeline/provenance/run_end.py). Whatever fails,
+    the catalog is left current: the summary reads it, and a user opening it sees the run's results.
+    """
+    later = peers(context.instance, context.run, store.root, partitions_def) if peers else []
+    if later:
+        running = ", ".join(later)
+        context.log.info(f"report left to the last run of this config to finish (still running: {running})")
+        store.refresh_catalog()
+        return
+    try:
+        benchmark = getattr(context.resources, "benchmark", None)  # the stage's BenchmarkResource
+        # the run's manifest follows the rows it re-ran (provenance/manifest.py)
+        done = refresh_run_end(benchmark.resolved(), store) if benchmark is not None else refresh_report_files(store)
+        context.log.info(f"report refreshed: {done}")
+    except Exception as exc:  # the run's outcome is its questions; a report bug must not hide it
+        context.log.error(f"report refresh failed ({type(exc).__name__}: {exc}); results are intact")
+        store.refresh_catalog()  # kept as it is when the refresh got as far as rebuilding it
+
+
 def finish_run(
     context: dg.AssetExecutionContext,
     store: ResultStore,
@@ -191,18 +221,7 @@ def finish_run(
         return
     steps = _run_steps(context)
     if not steps & set(REPORTS) and steps & set(STAGES):
-        later = peers(context.instance, context.run, store.root, partitions_def) if peers else []
-        if later:
-            running = ", ".join(later)
-            context.log.info(f"report left to the last run of this config to finish (still running: {running})")
-        else:
-            try:
-                benchmark = getattr(context.resources, "benchmark", None)  # the stage's BenchmarkResource
-                if benchmark is not None:  # the run's manifest follows the rows it re-ran (provenance/manifest.py)
-                    write_manifest(benchmark.resolved(), store)
-                context.log.info(f"report refreshed: {refresh_report_files(store)}")
-            except Exception as exc:  # the run's outcome is its questions; a report bug must not hide it
-                context.log.error(f"report refresh failed ({type(exc).__name__}: {exc}); results are intact")
+        refresh_at_end(context, store, partitions_def, peers)
     stages = [s for s in STAGES if s in steps]
     keys = run_partition_keys(context, partitions_def)
     bad_datasets = failed_datasets(store, datasets, keys, partitions_def)

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 MANIFEST_DIR = "manifest"  # under parquet/: run_manifest.parquet and integrity_flags.parquet
 MANIFEST_JSON = "manifest.json"  # in the results folder (pipeline/provenance/manifest.py)
+MANIFEST_TABLES = ("run_manifest", "integrity_flags")  # the views over MANIFEST_DIR's two files
 
 FLAG_SLICED = "sliced"
 FLAG_FULL_HAYSTACK = "full_haystack"

@@ -492,14 +492,33 @@ def write_manifest(bench: Benchmark[Any, Any, Any], store: ResultStore) -> tuple
     and every run ends with this step. Inputs unchanged since the last manifest (``.manifest_inputs``,
     see ``inputs_fingerprint``): nothing is queried. Content unchanged: nothing is rewritten, so
     the catalog and the report, which read the manifest tables, are not rebuilt either."""
+    fingerprint = manifest_to_write(bench, store)
+    if fingerprint is None:
+        return manifest_path(store), False
+    with store.reader() as con:
+        return write_manifest_from(bench, store, con, fingerprint)
+
+
+def manifest_to_write(bench: Benchmark[Any, Any, Any], store: ResultStore) -> str | None:
+    """The inputs' fingerprint when the manifest must be computed again, None when it is current
+    (``write_manifest``'s first shortcut: taken before any query, so a later write counts as a change)."""
     path, mark = manifest_path(store), store.root / MANIFEST_INPUTS
     fingerprint = inputs_fingerprint(bench, store)
     tables = store.parquet_root / MANIFEST_DIR
     if path.exists() and tables.is_dir() and mark.exists() and mark.read_text().strip() == fingerprint:
-        return path, False
+        return None
+    return fingerprint
+
+
+def write_manifest_from(
+    bench: Benchmark[Any, Any, Any], store: ResultStore, con: duckdb.DuckDBPyConnection, fingerprint: str
+) -> tuple[Path, bool]:
+    """``write_manifest`` past its first shortcut, its numbers from the views of ``con``, which must
+    read every file ``fingerprint`` (``manifest_to_write``) was taken over, as they were then or later."""
+    path, mark = manifest_path(store), store.root / MANIFEST_INPUTS
+    tables = store.parquet_root / MANIFEST_DIR
     mark.unlink(missing_ok=True)
-    with store.reader() as con:
-        manifest = build_manifest(bench, store, con)
+    manifest = build_manifest(bench, store, con)
     try:
         previous: dict[str, Any] | None = read_manifest(path)
     except ManifestError:

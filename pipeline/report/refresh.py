@@ -12,6 +12,7 @@ metric definitions, same comparison pages) the files already written are kept.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -29,7 +30,7 @@ from pipeline.report.build import (
     write_pages,
 )
 from pipeline.report.glossary import judge_metric_definitions
-from pipeline.store.results import ResultStore
+from pipeline.store.results import ResultStore, Snapshot
 from pipeline.util.coalesce import Coalescer
 from pipeline.util.fingerprint import pipeline_code_files, update_with_files
 
@@ -38,16 +39,21 @@ REPORT_WORK = "report"  # coalesced refreshes: .report.tickets / .report.lock / 
 UNREAD_STAGES = frozenset({"embeddings", "_index"})  # Parquet the report never reads
 
 
-def report_fingerprint(store: ResultStore) -> str:
-    """Hash of everything the report is computed from (see the module docstring)."""
+def report_fingerprint(store: ResultStore, parquet: Path | None = None) -> str:
+    """Hash of everything the report is computed from (see the module docstring).
+
+    ``parquet``: a snapshot's hard links of the results' ``parquet/`` (``Snapshot.parquet``): its
+    files hashed under their names in the results folder (a link has its file's size and mtime), so
+    the hash is the one the live files had when the snapshot was made, whatever was written since.
+    """
     h = hashlib.sha256(json.dumps(judge_metric_definitions(), sort_keys=True).encode())
-    files = pipeline_code_files()
-    if store.parquet_root.is_dir():
-        for stage in sorted(store.parquet_root.iterdir()):
+    update_with_files(h, pipeline_code_files())
+    base = parquet or store.parquet_root
+    if base.is_dir():
+        for stage in sorted(base.iterdir()):
             if stage.is_dir() and stage.name not in UNREAD_STAGES:
-                files += sorted(stage.rglob("*.parquet"))
-    files += sorted((store.root / "compare").glob("*.html"))
-    update_with_files(h, files)
+                update_with_files(h, sorted(stage.rglob("*.parquet")), base, store.parquet_root)
+    update_with_files(h, sorted((store.root / "compare").glob("*.html")))
     return h.hexdigest()
 
 
@@ -86,8 +92,13 @@ def write_report_files(
     return json_path, store.root / REPORT_HTML
 
 
-def build_report(store: ResultStore, without_judgments: bool = False) -> tuple[ReportData, bool]:
+def build_report(
+    store: ResultStore, without_judgments: bool = False, snap: Snapshot | None = None
+) -> tuple[ReportData, bool]:
     """(report data, whether the files were rewritten): rebuilt only when its inputs changed.
+
+    ``snap``: the ``store.pinned_snapshot()`` to read (default: one opened when the report is not
+    current); its inputs are then the files it reads.
 
     Call after ``store.refresh_catalog()``. With no judgments yet, nothing is written, unless
     ``without_judgments``: a run no judge scores (BEAM or LoCoMo-Plus without an LLM) still gets
@@ -96,7 +107,7 @@ def build_report(store: ResultStore, without_judgments: bool = False) -> tuple[R
     process refreshed it from a state that held this caller's results takes those files.
     """
     return Coalescer(store.root, REPORT_WORK).run(
-        lambda: _build_report_now(store, without_judgments), lambda: _written_report(store)
+        lambda: _build_report_now(store, without_judgments, snap), lambda: _written_report(store)
     )
 
 
@@ -110,12 +121,15 @@ def _written_report(store: ResultStore) -> tuple[ReportData, bool] | None:
         return None
 
 
-def _build_report_now(store: ResultStore, without_judgments: bool) -> tuple[ReportData, bool]:
-    fingerprint = report_fingerprint(store)
+def _build_report_now(
+    store: ResultStore, without_judgments: bool, snap: Snapshot | None = None
+) -> tuple[ReportData, bool]:
+    fingerprint = report_fingerprint(store, snap.parquet if snap else None)
     kept = current_report(store, fingerprint)
     if kept is not None:
         return kept, False
-    with store.snapshot() as con:  # one copy of the many-times-read tables for the views and the pages
+    with contextlib.ExitStack() as stack:  # one copy of the many-times-read tables for the views and the pages
+        con = snap.con if snap else stack.enter_context(store.snapshot())
         data = collect(store, con)
         if not data.rows("accuracy") and not without_judgments:
             return data, False
@@ -127,6 +141,11 @@ def refresh_report_files(store: ResultStore) -> str:
     """Refresh the catalog, then the report files when there are judgments; says what it did."""
     store.refresh_catalog()
     data, rewritten = build_report(store)
+    return report_outcome(store, data, rewritten)
+
+
+def report_outcome(store: ResultStore, data: ReportData, rewritten: bool) -> str:
+    """What a report refresh did, in words (the run's log line)."""
     if not data.rows("accuracy"):
         return f"catalog {store.catalog_path} (no judgments yet, so no report.html)"
     html = store.root / REPORT_HTML

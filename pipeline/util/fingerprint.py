@@ -30,8 +30,13 @@ def _code_files() -> tuple[Path, ...]:
     return tuple(sorted(PIPELINE_ROOT.rglob("*.py")))
 
 
-def update_with_files(h: Any, files: Iterable[Path]) -> None:
-    """Feed each file's path, size and mtime (ns) to the hash ``h``, in the given order."""
+def update_with_files(h: Any, files: Iterable[Path], under: Path | None = None, named: Path | None = None) -> None:
+    """Feed each file's path, size and mtime (ns) to the hash ``h``, in the given order.
+
+    ``under``, ``named``: files under ``under`` are hashed by their path under ``named`` instead
+    (hard links of a folder's files hash as those files did when they were linked).
+    """
     for f in files:
         st = f.stat()
-        h.update(f"|{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+        path = named / f.relative_to(under) if under is not None and named is not None else f
+        h.update(f"|{path}:{st.st_size}:{st.st_mtime_ns}".encode())

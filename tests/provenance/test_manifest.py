@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,13 +23,16 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipeline.catalog.manifest import FLAG_FULL_HAYSTACK, FLAG_SLICED
+from pipeline.catalog.manifest import FLAG_FULL_HAYSTACK, FLAG_SLICED, MANIFEST_TABLES
 from pipeline.kinds.resolve import load_benchmark
 from pipeline.provenance import manifest
 from pipeline.provenance.libraries import library_versions
 from pipeline.provenance.manifest import MANIFEST_JSON
 from pipeline.provenance.releases import file_sha256
-from pipeline.store.results import ResultStore
+from pipeline.provenance.run_end import refresh_run_end
+from pipeline.report.refresh import REPORT_INPUTS, refresh_report_files, report_fingerprint
+from pipeline.store.results import CATALOG_MARK, CATALOG_WORK, ResultStore, open_catalog, write_parquet_atomic
+from pipeline.util.coalesce import Coalescer
 from tests.support.dagster import dagster_cli_env as cli_env  # DAGSTER_HOME=<tmp>/home, offline, this config
 from tests.support.paths import PROJECT_ROOT
 
@@ -168,6 +172,8 @@ def test_a_question_re_run_alone_keeps_the_manifest_current(run: dict[str, Path]
     """A one-question re-run (no report step) rewrites the manifest at its end (assets/run_gate.py)."""
     path = sorted((run["results"] / "parquet" / "judgments").glob("*.parquet"))[0]
     path.unlink()
+    catalog = Coalescer(run["results"], CATALOG_WORK)
+    done = catalog.counts().done
     proc = subprocess.run(
         [str(BIN / "dagster"), "asset", "materialize", "--select", "manifest_run/judgments", "--partition", path.stem],
         cwd=PROJECT_ROOT,
@@ -177,9 +183,21 @@ def test_a_question_re_run_alone_keeps_the_manifest_current(run: dict[str, Path]
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    recorded = json.loads((run["results"] / MANIFEST_JSON).read_text())["stored_rows"]["judgments"][path.name]
+    written = json.loads((run["results"] / MANIFEST_JSON).read_text())
+    recorded = written["stored_rows"]["judgments"][path.name]
     assert recorded["mtime_ns"] == path.stat().st_mtime_ns  # the new file, not the deleted one
     assert _verify(run["results"]).returncode == 0
+    # the catalog was rebuilt once, after the manifest (pipeline/provenance/run_end.py; the stage's own
+    # rebuild made a second one necessary before), and it is current: it shows the manifest's flags
+    assert catalog.counts().done == done + 1
+    store = ResultStore(results_dir=str(run["results"]))
+    assert json.loads((store.root / CATALOG_MARK).read_text())["fingerprint"] == store.catalog_fingerprint()
+    con = open_catalog(store.catalog_path)
+    try:
+        flags = con.execute("SELECT flag, system, n_affected, n_of FROM integrity_flags ORDER BY ALL").fetchall()
+    finally:
+        con.close()
+    assert flags == sorted((f["flag"], f["system"], f["n_affected"], f["n_of"]) for f in written["flags"])
 
 
 def test_unchanged_inputs_query_nothing_and_changed_rows_rewrite(
@@ -202,3 +220,67 @@ def test_unchanged_inputs_query_nothing_and_changed_rows_rewrite(
     monkeypatch.setattr(manifest, "library_versions", lambda *a: other)
     assert manifest.write_manifest(bench, store)[1] is True and built == [1, 1]
     assert json.loads((run["results"] / MANIFEST_JSON).read_text())["libraries"]["numpy"] == "0.0.0-other"
+
+
+_WRITTEN_AT = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
+
+
+def _run_end_outputs(root: Path) -> dict[str, object]:
+    """What a run's end writes, the time of writing and the folder's own path left out."""
+
+    def text_of(value: object) -> str:  # a row's floats rounded: DuckDB's parallel sums differ in the last bits
+        if isinstance(value, tuple):
+            value = tuple(round(v, 9) if isinstance(v, float) else v for v in value)
+        return _WRITTEN_AT.sub("<time>", str(value)).replace(str(root), "<results>")
+
+    def text(path: Path) -> str:
+        return text_of(path.read_text())
+
+    tables = {t: pq.read_table(root / "parquet" / "manifest" / f"{t}.parquet").to_pylist() for t in MANIFEST_TABLES}
+    for row in tables["run_manifest"]:
+        row.pop("generated_at")
+    store = ResultStore(results_dir=str(root))
+    con = open_catalog(store.catalog_path)
+    try:
+        names = [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]
+        views = {n: sorted(text_of(r) for r in con.execute(f'SELECT * FROM "{n}"').fetchall()) for n in sorted(names)}
+    finally:
+        con.close()
+    pages = [*sorted(root.glob("report/**/*.html")), root / "report.html", root / "results.json"]
+    return {
+        "manifest": text(root / MANIFEST_JSON),
+        "tables": tables,
+        "pages": {p.relative_to(root).as_posix(): text(p) for p in pages},
+        "views": views,
+        "report current": (root / REPORT_INPUTS).read_text() == report_fingerprint(store),
+        "catalog current": json.loads((root / CATALOG_MARK).read_text())["fingerprint"] == store.catalog_fingerprint(),
+    }
+
+
+def test_the_run_end_writes_what_the_manifest_then_the_report_refresh_wrote(run: dict[str, Path]) -> None:
+    """``refresh_run_end`` (the manifest on the report's snapshot, one catalog rebuild) writes the same
+    manifest, manifest tables, report files and catalog as ``write_manifest`` then ``refresh_report_files``."""
+    bench = load_benchmark(str(run["config"]))
+    written = []
+    for name in ("apart", "together"):
+        root = _copy(run, f"run_end_{name}")
+        path = sorted((root / "parquet" / "judgments").glob("*.parquet"))[0]
+        table = pq.read_table(path)  # a re-judged question: the numbers, the manifest and the report change
+        rows = table.to_pylist()
+        flip = next(r for r in rows if r["status"] == "ok" and r["correct"] is not None)
+        flip["correct"], flip["score"] = (not flip["correct"]), (0.0 if flip["correct"] else 1.0)
+        mtime = path.stat().st_mtime_ns + 1_000_000_000  # the same in both copies (the manifest records it)
+        write_parquet_atomic(path, pa.Table.from_pylist(rows, schema=table.schema))
+        os.utime(path, ns=(mtime, mtime))
+        store = ResultStore(results_dir=str(root))
+        if name == "apart":
+            assert manifest.write_manifest(bench, store)[1]
+            refresh_report_files(store)
+        else:
+            refresh_run_end(bench, store)
+        written.append(_run_end_outputs(root))
+    apart, together = written
+    assert apart["report current"] and apart["catalog current"]
+    assert together == apart
+    headline = json.loads(together["manifest"])["headline"]  # type: ignore[arg-type]
+    assert headline != json.loads((run["results"] / MANIFEST_JSON).read_text())["headline"]
