@@ -64,6 +64,17 @@ def test_a_failed_atomic_write_leaves_neither_file(tmp_path: Path, monkeypatch) 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_store_root_is_resolved_once(tmp_path: Path, monkeypatch) -> None:
+    """Why: a stage asks for a question file's path twice per question, and each resolve walks the path."""
+    store = ResultStore(results_dir=str(tmp_path / "res"))
+    resolved: list[Path] = []
+    real = Path.resolve
+    monkeypatch.setattr(Path, "resolve", lambda self, *a, **k: (resolved.append(self), real(self, *a, **k))[1])
+    paths = {store.partition_path("answers", f"d__q{i}") for i in range(3)}
+    assert len(resolved) == 1
+    assert paths == {(tmp_path / "res").resolve() / "parquet" / "answers" / f"d__q{i}.parquet" for i in range(3)}
+
+
 def test_catalog_refresh_while_user_holds_it_open(tmp_path: Path) -> None:
     store = ResultStore(results_dir=str(tmp_path))
     store.write(store.canonical_path("d", "questions"), _questions(2))
