@@ -27,6 +27,7 @@ import os
 import resource
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,8 +111,11 @@ def timed_mode(
     load = os.getloadavg()[0]
     cpu, own = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
     start = time.monotonic()
-    wait_all([materialize(chunk, env) for chunk in chunks])
+    procs = [materialize(chunk, env) for chunk in chunks]
+    sampler = CpuSampler([p.pid for p in procs])
+    wait_all(procs)
     wall = time.monotonic() - start
+    sampler.stop()
     used, own_used = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
     runs_cpu = used.ru_utime - cpu.ru_utime + used.ru_stime - cpu.ru_stime
     server_cpu = own_used.ru_utime - own.ru_utime + own_used.ru_stime - own.ru_stime
@@ -123,7 +127,64 @@ def timed_mode(
     )
     print(cpu_ceiling(runs_cpu, server_cpu, requests, runs * cap / server.default.delay_s))
     print(shared_work_line(before, shared_work(folder)))
+    print(sampler.split_line(server, runs_cpu, requests))
     return start, wall
+
+
+class CpuSampler:
+    """CPU (user + sys, from ``/proc``) of the runs' processes, sampled every ``every_s`` while they run.
+
+    Why: the CPU of a run is known only once it exits (``RUSAGE_CHILDREN``), which lumps the
+    per-request work of the answers and judgments stages with the run's end (catalog, manifest,
+    report); the samples split it at the endpoint's last request.
+    """
+
+    def __init__(self, pids: list[int], every_s: float = 0.2) -> None:
+        self.pids = pids
+        self.every_s = every_s
+        self.samples: list[tuple[float, float]] = []  # (time.monotonic(), CPU seconds of the runs so far)
+        self._stop = threading.Event()
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+        self._thread.start()
+
+    def cpu_s(self) -> float:
+        total = 0
+        for pid in self.pids:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # exited (and reaped): its CPU is in RUSAGE_CHILDREN, not here
+            total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        return total / self._tick
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic(), self.cpu_s()))
+            self._stop.wait(self.every_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def split_line(self, server: FakeOpenAIServer, runs_cpu: float, requests: int) -> str:
+        """The runs' CPU up to the endpoint's first request (start-up), from it to the last one (the
+        requests' own work, per request) and after it (the run's end)."""
+        with server.lock:
+            times = [t for t, _ in server.timeline]
+        if not times or not requests:
+            return "  CPU up to the last request: not sampled"
+        first = self.cpu_at(min(times))
+        last = self.cpu_at(max(times))
+        return (
+            f"  CPU of the runs: start-up (to the first request) {first:.1f} s; first to last request "
+            f"{last - first:.1f} s = {1000 * (last - first) / requests:.1f} ms per request; "
+            f"after the last request {runs_cpu - last:.1f} s (the run's end)"
+        )
+
+    def cpu_at(self, when: float) -> float:
+        """The runs' CPU at the last sample taken at or before ``when`` (0 before the first)."""
+        return max((cpu for t, cpu in self.samples if t <= when), default=0.0)
 
 
 def cpu_ceiling(runs_cpu: float, server_cpu: float, requests: int, capacity: float) -> str:

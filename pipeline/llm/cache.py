@@ -88,14 +88,14 @@ class ResponseCache:
     def put(self, key: str, payload: Mapping[str, Any]) -> Path:
         """Store ``payload`` (plus its key) atomically: temp file + ``os.replace``."""
         path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         try:
-            tmp.write_text(canonical_json({**payload, "key": key}), encoding="utf-8")
+            _write_new(tmp, canonical_json({**payload, "key": key}).encode("utf-8"))
             os.replace(tmp, path)
-        finally:
+        except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
+            raise
         return path
 
     def discard(self, key: str, reason: str) -> bool:
@@ -134,6 +134,21 @@ class ResponseCache:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             yield
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``, making its folder only when it is missing.
+
+    Why not ``mkdir(parents=True, exist_ok=True)`` first: a live reply is written per request, and in
+    a folder that exists (all but 256 of a run's writes) that is a failed ``mkdir`` and a ``stat``.
+    """
+    try:
+        f = open(path, "wb")  # noqa: SIM115 (closed below; the retry needs the open apart)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(path, "wb")  # noqa: SIM115
+    with f:
+        f.write(data)
 
 
 # every ResponseCache alive in this process: callers holding only an LLMReply (its ``cache_key``)

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
@@ -67,7 +67,6 @@ from pipeline.llm.ratelimit import RequestBudget, booked, budget_for, reserve_to
 
 if TYPE_CHECKING:  # openai is imported when a client is first used (~0.5 s CPU off every start-up)
     import openai
-    from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = [
     "ChatClient",
@@ -85,6 +84,8 @@ __all__ = [
 DEFAULT_PRICES = "configs/prices.yaml"
 CACHE_SUBDIR = "llm_cache"
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+CHAT_COMPLETIONS_PATH = "/chat/completions"
+_BEARER: openai.RequestOptions = {"security": {"bearer_auth": True}}  # as the SDK's chat.completions.create sends
 MAX_ERROR_CHARS = 500
 
 # the logger Dagster's run log shows (the one its get_dagster_logger("membench.llm") returns), without importing Dagster
@@ -408,14 +409,11 @@ class OpenAIChatClient(BaseModel):
         if standard["temperature"] is not None:
             extra["temperature"] = standard["temperature"]
         extra[self.max_tokens_param] = standard["max_tokens"]
-        # normalise_messages checked each is a {role: str, content: str} mapping; the SDK's
-        # TypedDict union of message params cannot be narrowed to from dict[str, Any] statically
-        sdk_messages = cast("list[ChatCompletionMessageParam]", messages)
         # booked inside the gate, right before sending: a request held by the gate spends no budget; the
         # prompt is counted only for a budget (a full context is ~8k tokens: ~1 ms of every request)
         reserve = reserve_tokens(messages, standard["max_tokens"]) if rt.limiter is not None else 0
         with rt.gate, booked(rt.limiter, reserve) as booking:
-            body = self._send(rt, client, lambda: self._request(client, model, sdk_messages, extra))
+            body = self._send(rt, client, lambda: self._request(client, model, messages, extra))
             if isinstance(body, Failure):
                 return body
             try:
@@ -446,14 +444,22 @@ class OpenAIChatClient(BaseModel):
         return Failure(f"{UNREACHABLE_TIMEOUT}{outcome.waited_s:.1f}s and {outcome.why}: the endpoint hangs", False)
 
     def _request(
-        self, client: openai.OpenAI, model: str, messages: list[ChatCompletionMessageParam], extra: dict[str, Any]
+        self, client: openai.OpenAI, model: str, messages: list[dict[str, Any]], extra: dict[str, Any]
     ) -> str | Failure:
         """One chat completion request: the reply body, or why there is none (never raises)."""
         import openai
 
         try:
-            raw = client.chat.completions.with_raw_response.create(model=model, messages=messages, extra_body=extra)
-            return raw.text
+            # the SDK's documented call for a raw body (``post`` with ``cast_to=str``), not
+            # ``chat.completions.with_raw_response.create``: that one walks the whole prompt against the
+            # SDK's typed params (``maybe_transform``) and wraps the reply, ~0.5 vs ~0.2 ms CPU a request
+            # (measured on a mock transport); the body sent is the same JSON object
+            return client.post(
+                CHAT_COMPLETIONS_PATH,
+                cast_to=str,
+                body={"model": model, "messages": messages, **extra},
+                options=_BEARER,
+            )
         except openai.APIStatusError as exc:
             return self._status_failure(exc)
         except openai.APITimeoutError as exc:

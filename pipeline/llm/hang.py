@@ -14,9 +14,9 @@ endpoint down, so later calls probe as soon as they send and the stage's breaker
 A probe that is answered lets the request wait on (probed again every ``probe_after_s``) up to
 its own timeout.
 
-The request and each probe run in daemon threads; the caller returns with whichever settles it
-first (the request's reply or error, or a probe that got no answer), and a request left behind
-ends at its own timeout (or when the client is closed).
+The request and each probe run in daemon threads (kept a while for the next request: ``_Workers``);
+the caller returns with whichever settles it first (the request's reply or error, or a probe that
+got no answer), and a request left behind ends at its own timeout (or when the client is closed).
 """
 
 from __future__ import annotations
@@ -62,9 +62,7 @@ def probe(client: openai.OpenAI, timeout_s: float) -> str | None:
     return None
 
 
-def watched(
-    request: Callable[[], T], check: Callable[[], str | None], first_s: float, every_s: float
-) -> T | Hung:
+def watched(request: Callable[[], T], check: Callable[[], str | None], first_s: float, every_s: float) -> T | Hung:
     """``request()``'s result, or Hung when ``check()`` (the probe) reports a problem while it waits.
 
     ``check`` starts after ``first_s`` without a result (0: at once, alongside the request), then
@@ -74,14 +72,14 @@ def watched(
     """
     events: queue.Queue[_Event[T]] = queue.Queue()
     start = time.monotonic()
-    _spawn(lambda: _Event(request=_Outcome.of(request)), events, "llm-request")
+    _spawn(lambda: _Event(request=_Outcome.of(request)), events)
     next_probe: float | None = start + first_s  # None while a probe runs
     while True:
         timeout = None if next_probe is None else max(0.0, next_probe - time.monotonic())
         try:
             event = events.get(timeout=timeout) if timeout is None or timeout > 0 else events.get_nowait()
         except queue.Empty:
-            _spawn(lambda: _Event(probe=check()), events, "llm-probe")
+            _spawn(lambda: _Event(probe=check()), events)
             next_probe = None
             continue
         if event.request is not None:
@@ -117,11 +115,54 @@ class _Event(Generic[T]):
     probe: str | None = None
 
 
-def _spawn(work: Callable[[], _Event[T]], events: queue.Queue[_Event[T]], name: str) -> None:
+class _Workers:
+    """Daemon threads that run a task each, then wait ``idle_s`` for another before they end.
+
+    Why not a thread per task: every request of a stage is watched, so a new thread per request
+    (a clone, a stack mapped and unmapped, the start handshake) was paid 4,000 times by a 2,000-question
+    LLM run. Why not a ThreadPoolExecutor: its pool is bounded, and a request left behind by a hung
+    endpoint keeps its thread until its own timeout; here a task never waits for a thread (one is
+    started whenever none is idle), as with a thread per task.
+    """
+
+    def __init__(self, idle_s: float = 30.0) -> None:
+        self.idle_s = idle_s
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for a task and not yet promised one
+        self._tasks: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+
+    def submit(self, task: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle > 0:
+                self._idle -= 1
+                self._tasks.put(task)
+                return
+        threading.Thread(target=self._loop, args=(task,), name="llm-watched", daemon=True).start()
+
+    def _loop(self, task: Callable[[], None]) -> None:
+        while True:
+            task()
+            with self._lock:
+                self._idle += 1
+            try:
+                task = self._tasks.get(timeout=self.idle_s)
+            except queue.Empty:
+                with self._lock:  # a task promised to an idle thread just now is still taken
+                    try:
+                        task = self._tasks.get_nowait()
+                    except queue.Empty:
+                        self._idle -= 1
+                        return
+
+
+_WORKERS = _Workers()  # the threads of every watched request and probe of this process
+
+
+def _spawn(work: Callable[[], _Event[T]], events: queue.Queue[_Event[T]]) -> None:
     def run() -> None:
         try:
             events.put(work())
         except BaseException as exc:  # a probe that raised: report it as no answer
             events.put(_Event(probe=f"probe failed: {type(exc).__name__}: {exc}"))
 
-    threading.Thread(target=run, name=name, daemon=True).start()
+    _WORKERS.submit(run)

@@ -50,6 +50,32 @@ def test_put_get_roundtrip_and_layout(tmp_path: Path) -> None:
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left behind
 
 
+def test_put_into_an_existing_folder_makes_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why: every live reply is put; a ``mkdir`` per put failed in all but a folder's first."""
+    cache = ResponseCache(tmp_path)
+    cache.put(BASE, {"text": "a"})
+    other = next(k for k in (cache_key("m", MSGS, {**PARAMS, "seed": i}) for i in range(1000)) if k[:2] == BASE[:2])
+    made: list[Path] = []
+    real = Path.mkdir
+    monkeypatch.setattr(Path, "mkdir", lambda self, *a, **k: (made.append(self), real(self, *a, **k))[1])
+    cache.put(other, {"text": "b"})
+    assert made == []
+    assert cache.get(other) == {"text": "b", "key": other}
+
+
+def test_a_failed_put_leaves_no_temp_file_and_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = ResponseCache(tmp_path)
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr("pipeline.llm.cache.os.replace", broken)
+    with pytest.raises(OSError, match="disk full"):
+        cache.put(BASE, {"text": "a"})
+    assert [p.name for p in (tmp_path / BASE[:2]).iterdir()] == []
+    assert cache.get(BASE) is None
+
+
 def test_unreadable_or_foreign_entry_is_a_miss(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
     path = cache.put(BASE, {"text": "x"})

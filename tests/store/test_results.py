@@ -8,7 +8,10 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 
+from pipeline.store import results
 from pipeline.store.results import ResultStore, open_catalog, write_parquet_atomic
 
 
@@ -28,6 +31,48 @@ def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:
     write_parquet_atomic(path, _questions(5))
     assert [p.name for p in path.parent.iterdir()] == ["t.parquet"]
     assert duckdb.sql(f"SELECT count(*) FROM '{path}'").fetchall() == [(5,)]
+
+
+@pytest.mark.parametrize("buffered", [True, False])
+def test_atomic_write_has_the_bytes_of_a_direct_write(tmp_path: Path, buffered: bool, monkeypatch) -> None:
+    """Small tables go through a buffer, large ones straight to the file: the same file either way."""
+    monkeypatch.setattr(results, "BUFFERED_WRITE_BYTES", 1 << 30 if buffered else 0)
+    table = _questions(50)
+    write_parquet_atomic(tmp_path / "new" / "t.parquet", table, "snappy")
+    pq.write_table(table, tmp_path / "direct.parquet", compression="snappy")
+    assert (tmp_path / "new" / "t.parquet").read_bytes() == (tmp_path / "direct.parquet").read_bytes()
+
+
+def test_atomic_write_in_an_existing_folder_makes_no_folder(tmp_path: Path, monkeypatch) -> None:
+    """Why: a stage writes a file per question into one folder; a ``mkdir`` per file failed every time."""
+    write_parquet_atomic(tmp_path / "x" / "a.parquet", _questions(1))  # the folder's first file makes it
+    made: list[Path] = []
+    real = Path.mkdir
+    monkeypatch.setattr(Path, "mkdir", lambda self, *a, **k: (made.append(self), real(self, *a, **k))[1])
+    write_parquet_atomic(tmp_path / "x" / "b.parquet", _questions(2))
+    assert made == []
+    assert pq.read_table(tmp_path / "x" / "b.parquet").num_rows == 2
+
+
+def test_a_failed_atomic_write_leaves_neither_file(tmp_path: Path, monkeypatch) -> None:
+    def broken(*_a: object, **_k: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(results.os, "replace", broken)
+    with pytest.raises(OSError, match="disk full"):
+        write_parquet_atomic(tmp_path / "t.parquet", _questions(1))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_store_root_is_resolved_once(tmp_path: Path, monkeypatch) -> None:
+    """Why: a stage asks for a question file's path twice per question, and each resolve walks the path."""
+    store = ResultStore(results_dir=str(tmp_path / "res"))
+    resolved: list[Path] = []
+    real = Path.resolve
+    monkeypatch.setattr(Path, "resolve", lambda self, *a, **k: (resolved.append(self), real(self, *a, **k))[1])
+    paths = {store.partition_path("answers", f"d__q{i}") for i in range(3)}
+    assert len(resolved) == 1
+    assert paths == {(tmp_path / "res").resolve() / "parquet" / "answers" / f"d__q{i}.parquet" for i in range(3)}
 
 
 def test_catalog_refresh_while_user_holds_it_open(tmp_path: Path) -> None:
