@@ -32,6 +32,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pipeline.util.files import write_new_file
+
 # Bump when the key recipe or the stored payload changes meaning: old entries then miss.
 CACHE_SCHEMA_VERSION = 1
 REJECTED_SUBDIR = "rejected"  # discarded replies (never served again; kept for inspection)
@@ -90,7 +92,7 @@ class ResponseCache:
         path = self.path(key)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         try:
-            _write_new(tmp, canonical_json({**payload, "key": key}).encode("utf-8"))
+            write_new_file(tmp, canonical_json({**payload, "key": key}).encode("utf-8"))
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -134,21 +136,6 @@ class ResponseCache:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             yield
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path``, making its folder only when it is missing.
-
-    Why not ``mkdir(parents=True, exist_ok=True)`` first: a live reply is written per request, and in
-    a folder that exists (all but 256 of a run's writes) that is a failed ``mkdir`` and a ``stat``.
-    """
-    try:
-        f = open(path, "wb")  # noqa: SIM115 (closed below; the retry needs the open apart)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(path, "wb")  # noqa: SIM115
-    with f:
-        f.write(data)
 
 
 # every ResponseCache alive in this process: callers holding only an LLMReply (its ``cache_key``)

@@ -41,6 +41,7 @@ from pipeline.catalog.views import (
 from pipeline.core.records import CANONICAL_TABLES, DATASET_FAILURE_KEY_SQL, LOAD_FAILURE_KEY_SQL
 from pipeline.store.catalog_files import CATALOG_FILES_DIR, CATALOG_LINK, link_tree, new_folder, retire_superseded
 from pipeline.util.coalesce import Coalescer
+from pipeline.util.files import write_new_file
 from pipeline.util.fingerprint import pipeline_code_files, update_with_files
 from pipeline.util.heap import trim_heap
 
@@ -133,21 +134,6 @@ def write_parquet_atomic(path: Path, table: pa.Table, compression: str = "zstd")
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-
-
-def write_new_file(path: Path, data: bytes | memoryview | pa.Buffer) -> None:
-    """Write ``data`` to ``path`` (created or truncated), making its folder only when it is missing.
-
-    Why not ``mkdir(parents=True, exist_ok=True)`` first: in a folder that exists (every write but
-    a folder's first) that is a failed ``mkdir`` and a ``stat`` per file written.
-    """
-    try:
-        f = open(path, "wb")  # noqa: SIM115 (closed below; the retry needs the open apart)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(path, "wb")  # noqa: SIM115
-    with f:
-        f.write(data)
 
 
 def read_parquet_file(path: Path, columns: list[str] | None = None) -> pa.Table:
