@@ -171,7 +171,7 @@ def convert_all(
     keys = [k for ds in names for k in question_keys(store, ds)]
     check_partition_keys(context, keys, known)
     context.log.info(f"{len(keys)} question partitions for datasets {names}")
-    if is_last_step(context):  # else the run's last step refreshes it (assets/question_assets.py)
+    if is_last_step(context):  # else the run's last step refreshes it (finish_run, assets/run_gate.py)
         store.refresh_catalog()
     for table in CANONICAL_TABLES:
         meta = _table_metadata(stats, table)

@@ -329,7 +329,7 @@ def embeddings_asset(
         finally:
             reporter.close()
         compacted = encoder.compact()
-    if is_last_step(context):  # else the run's last step refreshes it (assets/question_assets.py)
+    if is_last_step(context):  # else the run's last step refreshes it (finish_run, assets/run_gate.py)
         results.refresh_catalog()
     counts = {"model": encoder.model_name, "unit_texts": texts.units, "unique_texts": texts.unique}
     mark = {**counts, "fingerprint": fingerprint, "shards": shard_stamps(encoder.cache.directory)}
