@@ -191,7 +191,7 @@ def refresh_at_end(
     if later:
         running = ", ".join(later)
         context.log.info(f"report left to the last run of this config to finish (still running: {running})")
-        store.refresh_catalog()
+        _refresh_catalog(context, store)
         return
     try:
         benchmark = getattr(context.resources, "benchmark", None)  # the stage's BenchmarkResource
@@ -200,7 +200,23 @@ def refresh_at_end(
         context.log.info(f"report refreshed: {done}")
     except Exception as exc:  # the run's outcome is its questions; a report bug must not hide it
         context.log.error(f"report refresh failed ({type(exc).__name__}: {exc}); results are intact")
-        store.refresh_catalog()  # kept as it is when the refresh got as far as rebuilding it
+        _refresh_catalog(context, store)  # kept as it is when the refresh got as far as rebuilding it
+
+
+def _refresh_catalog(context: dg.AssetExecutionContext, store: ResultStore) -> None:
+    """Rebuild the catalog; a failure is logged, never raised.
+
+    Why: the run's outcome is its questions, and the summary and failed-run verdict that follow
+    read the stored rows, not the catalog; a rebuild that fails (a full disk, a results.duckdb the
+    user replaced) must not turn a good run into a failed step without its summary.
+    """
+    try:
+        store.refresh_catalog()
+    except Exception as exc:
+        context.log.error(
+            f"catalog rebuild failed ({type(exc).__name__}: {exc}); {store.catalog_path} is left as it was "
+            "and the next run rebuilds it; `membench sql` reads the results without it"
+        )
 
 
 def finish_run(
