@@ -20,7 +20,6 @@ import pyarrow as pa_arrow
 import pyarrow.parquet as pq
 
 from pipeline.core.records import CANONICAL_TABLES, TABLES, Check, TableDef
-from pipeline.util.row_groups import iter_row_groups
 
 # pipeline.core.records declares every canonical table once (row dataclass + TableDef); its pandera
 # schema is derived here, where pandera is imported (the loaders never import it).
@@ -145,8 +144,26 @@ class _ArrowColumn:
         column = batch.column(self.name)
         if column.type not in _ARROW_TYPES[self.dtype]:
             return False
+        return self._nulls_pass(column.null_count)
+
+    def settled_by(self, file: pq.ParquetFile, group: int) -> bool:
+        """True when the file's metadata alone (Arrow type, the row group's null count) settles this
+        column of row group ``group``: it then need not be read (a long text column is most of the file)."""
+        names = file.schema_arrow.names
+        if self.name not in names or file.schema_arrow.field(self.name).type not in _ARROW_TYPES[self.dtype]:
+            return False
+        chunk = file.metadata.row_group(group).column(names.index(self.name))
+        stats = chunk.statistics
+        return (
+            chunk.path_in_schema == self.name
+            and stats is not None
+            and stats.has_null_count
+            and self._nulls_pass(stats.null_count)
+        )
+
+    def _nulls_pass(self, nulls: int) -> bool:
         # a bool column with a null reads as pandas objects, which pandera's bool dtype refuses
-        return column.null_count == 0 or (self.nullable and self.dtype is str)
+        return nulls == 0 or (self.nullable and self.dtype is str)
 
 
 def _arrow_columns(table: str) -> tuple[_ArrowColumn, ...]:
@@ -181,19 +198,17 @@ class _BatchChecker:
         fast = {c.name for c in arrow}
         return cls(schema, arrow, schema.select_columns([n for n in schema.columns if n not in fast]))
 
-    def failure_cases(self, batch: pa_arrow.Table, first_row: int) -> pd.DataFrame | None:
-        """pandera's failure cases of ``batch`` (rows ``first_row``... of the file), None when it passes."""
-        if self.arrow and all(c.passes(batch) for c in self.arrow) and self._rest_passes(batch):
-            return None
-        df = batch.to_pandas()
-        df.index = pd.RangeIndex(first_row, first_row + len(df))
-        try:
-            self.schema.validate(df, lazy=True)
-        except pandera.errors.SchemaErrors as exc:
-            return exc.failure_cases.head(MAX_FAILURE_CASES)
-        return None
+    def settled(self, file: pq.ParquetFile, group: int) -> frozenset[str]:
+        """The Arrow-checked columns of row group ``group`` that its metadata settles (left unread)."""
+        return frozenset(c.name for c in self.arrow if c.settled_by(file, group))
 
-    def _rest_passes(self, batch: pa_arrow.Table) -> bool:
+    def passes(self, batch: pa_arrow.Table, settled: frozenset[str]) -> bool:
+        """True when the whole schema would pass ``batch`` (its ``settled`` columns left unread);
+        False means "check it with the whole schema", not "it fails"."""
+        if not self.arrow:
+            return False
+        if not all(c.name in settled or c.passes(batch) for c in self.arrow):
+            return False
         if not self.rest.columns:
             return True
         df = batch.select([n for n in self.rest.columns if n in batch.column_names]).to_pandas()
@@ -202,6 +217,16 @@ class _BatchChecker:
         except pandera.errors.SchemaErrors:
             return False  # reported by the whole schema
         return True
+
+    def failure_cases(self, batch: pa_arrow.Table, first_row: int) -> pd.DataFrame | None:
+        """The whole schema's failure cases of ``batch`` (rows ``first_row``... of the file), None when it passes."""
+        df = batch.to_pandas()
+        df.index = pd.RangeIndex(first_row, first_row + len(df))
+        try:
+            self.schema.validate(df, lazy=True)
+        except pandera.errors.SchemaErrors as exc:
+            return exc.failure_cases.head(MAX_FAILURE_CASES)
+        return None
 
 
 def validate_table_file(path: Path, table: str, batch_rows: int = VALIDATE_BATCH_ROWS) -> TableValidation:
@@ -215,13 +240,21 @@ def validate_table_file(path: Path, table: str, batch_rows: int = VALIDATE_BATCH
     whole file.
     """
     checker = _BatchChecker.of(table)
-    wanted = [c for c in pq.ParquetFile(path).schema_arrow.names if c in checker.schema.columns]
+    file = pq.ParquetFile(path)
+    wanted = [c for c in file.schema_arrow.names if c in checker.schema.columns]
     rows = 0
     cases: list[pd.DataFrame] = []
-    for group in iter_row_groups(path, wanted):
+    for i in range(file.num_row_groups):  # one row group at a time: see pipeline/util/row_groups.py
+        settled = checker.settled(file, i)
+        group = file.read_row_group(i, columns=[c for c in wanted if c not in settled])
+        whole = group if not settled else None  # every wanted column: read only for a batch to report
         for start in range(0, group.num_rows, batch_rows):
             batch = group.slice(start, batch_rows)
-            failed = checker.failure_cases(batch, rows)
+            if checker.passes(batch, settled):
+                rows += batch.num_rows
+                continue
+            whole = whole if whole is not None else file.read_row_group(i, columns=wanted)
+            failed = checker.failure_cases(whole.slice(start, batch_rows), rows)
             rows += batch.num_rows
             if failed is not None:
                 cases.append(failed)  # the first bad batch is enough to fail the check and show what is wrong

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pandera.errors
@@ -83,12 +84,13 @@ def _pandera_alone(path: Path, batch_rows: int) -> pd.DataFrame | None:
     return None
 
 
-def _write_as(path: Path, rows: list[dict[str, object]], **types: pa.DataType) -> Path:
-    """Turns rows written with some columns' Arrow types replaced (or dropped: type None)."""
+def _write_as(path: Path, rows: list[dict[str, object]], stats: bool = True, **types: pa.DataType) -> Path:
+    """Turns rows written with some columns' Arrow types replaced (or dropped: ``pa.null()``),
+    with or without the column statistics (null counts) the check may read instead of a column."""
     fields = [pa.field(f.name, types.get(f.name, f.type)) for f in CANONICAL_SCHEMAS["turns"]]
     schema = pa.schema([f for f in fields if f.type != pa.null() or f.name not in types])
     data = [{k: v for k, v in r.items() if k in schema.names} for r in rows]
-    pq.write_table(pa.Table.from_pylist(data, schema=schema), path, row_group_size=4)
+    pq.write_table(pa.Table.from_pylist(data, schema=schema), path, row_group_size=4, write_statistics=stats)
     return path
 
 
@@ -102,7 +104,7 @@ def test_only_the_columns_with_value_checks_go_to_pandas() -> None:
     assert _BatchChecker.of("questions").arrow == ()  # cross-column checks read any column
 
 
-def _mutations() -> dict[str, tuple[list[dict[str, object]], dict[str, pa.DataType]]]:
+def _mutations() -> dict[str, tuple[list[dict[str, object]], dict[str, Any]]]:
     def rows(**change: object) -> list[dict[str, object]]:
         out = _turns(30)
         for column, value in change.items():
@@ -119,6 +121,8 @@ def _mutations() -> dict[str, tuple[list[dict[str, object]], dict[str, pa.DataTy
         "text stored as numbers": ([{**r, "text": i} for i, r in enumerate(_turns(30))], {"text": pa.int64()}),
         "flag stored as text": ([{**r, "has_answer": "no"} for r in _turns(30)], {"has_answer": pa.string()}),
         "text column missing": (rows(), {"text": pa.null()}),
+        "null text, no statistics": (rows(text=None), {"stats": False}),
+        "clean, no statistics": (rows(), {"stats": False}),
     }
 
 
@@ -133,3 +137,16 @@ def test_the_arrow_checks_report_what_pandera_alone_reports(tmp_path: Path, case
     else:
         assert result.failure_cases is not None
         pd.testing.assert_frame_equal(result.failure_cases.reset_index(drop=True), expected.reset_index(drop=True))
+
+
+def test_a_column_the_metadata_settles_is_not_read(tmp_path: Path) -> None:
+    """Texts without nulls (the row group's null count) are not read; a null text or a file without
+    null counts is read and checked."""
+    checker = _BatchChecker.of("turns")
+    clean = pq.ParquetFile(_write_as(tmp_path / "clean.parquet", _turns(8)))
+    assert {"text", "turn_id", "has_answer", "source_id"} <= checker.settled(clean, 0)
+    rows = _turns(8)
+    rows[1]["text"] = None
+    assert "text" not in checker.settled(pq.ParquetFile(_write_as(tmp_path / "null.parquet", rows)), 0)
+    bare = pq.ParquetFile(_write_as(tmp_path / "bare.parquet", _turns(8), stats=False))
+    assert checker.settled(bare, 0) == frozenset()
