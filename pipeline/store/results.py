@@ -40,6 +40,7 @@ from pipeline.catalog.views import (
 )
 from pipeline.core.records import CANONICAL_TABLES, DATASET_FAILURE_KEY_SQL, LOAD_FAILURE_KEY_SQL
 from pipeline.store.catalog_files import CATALOG_FILES_DIR, CATALOG_LINK, link_tree, new_folder, retire_superseded
+from pipeline.store.file_schemas import same_schema
 from pipeline.util.coalesce import Coalescer
 from pipeline.util.files import write_new_file
 from pipeline.util.fingerprint import pipeline_code_files, update_with_files
@@ -163,12 +164,15 @@ def with_unit_hash(table: pa.Table) -> pa.Table:
     return table.rename_columns([UNIT_HASH if n == LEGACY_UNIT_HASH else n for n in names])
 
 
-def _source_sql(pattern: str, columns: set[str]) -> str:
+def _source_sql(pattern: str, columns: set[str], uniform: bool = False) -> str:
     """The FROM source of a base view: the files, with a legacy ``config_hash`` read as ``unit_hash``.
 
     ``columns``: the view's columns as first bound; only a folder holding old files pays a second bind.
+    ``uniform``: every file of ``pattern`` has the same schema, and always will (a fixed set of hard
+    links, checked by ``file_schemas.same_schema``): each bind then reads the first file's footer,
+    not every file's (pipeline/store/file_schemas.py); the rows and columns are the same.
     """
-    files = f"read_parquet('{pattern}', union_by_name = true)"
+    files = f"read_parquet('{pattern}', union_by_name = {'false' if uniform else 'true'})"
     if LEGACY_UNIT_HASH not in columns:
         return files
     if UNIT_HASH in columns:  # old and new files side by side: each row has one of the two
@@ -358,10 +362,12 @@ class ResultStore:
         search = search or files
         con.execute("SET file_search_path = ?", [str(search)])
         globs = self._existing_globs(files, search)
+        parquet = files / self.parquet_root.relative_to(self.root)
         for name, pattern in globs.items():
-            plain = _source_sql(pattern, set())
+            uniform = same_schema(parquet.glob(TABLE_GLOBS[name]))
+            plain = _source_sql(pattern, set(), uniform)
             con.execute(_view_sql(name, plain))
-            source = _source_sql(pattern, _view_columns(con, name))
+            source = _source_sql(pattern, _view_columns(con, name), uniform)
             if name in _KEY_FILL:
                 try:
                     con.execute(_filled_view_sql(name, source))
@@ -515,7 +521,8 @@ class ResultStore:
                     os.link(live, target)
             if any(snap.parquet.glob(pattern)):
                 glob = f"{self.parquet_root.relative_to(self.root).as_posix()}/{pattern}"
-                snap.con.execute(_view_sql(name, _source_sql(glob, set())))
+                uniform = same_schema(snap.parquet.glob(pattern))
+                snap.con.execute(_view_sql(name, _source_sql(glob, set(), uniform)))
             else:
                 snap.con.execute(f'DROP VIEW IF EXISTS "{name}"')
 

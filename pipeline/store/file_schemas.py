@@ -1,0 +1,60 @@
+"""Whether every Parquet file of a fixed set has one schema: then DuckDB may bind a view over them
+from the first file's footer alone.
+
+Why: ``read_parquet(glob, union_by_name = true)`` reads every file's footer each time a view over
+it is bound, and DuckDB binds a base view again for every view created on it. At a run's end
+(2,000 questions, ~8k per-question files) the report's snapshot and the catalog rebuild spent
+~8 s CPU each doing so; with ``union_by_name = false`` a bind reads one footer (DuckDB 2.0.1:
+0.2 s vs 0.01 s per 2,000-file stage folder). But ``union_by_name = false`` takes the first file's
+columns for all: a later file missing a column fails the scan, one with an extra column loses it
+silently. So it is only used where every file's schema is the same, checked here.
+
+Only for files that never change under the view (the hard links of pipeline/store/catalog_files.py):
+a check made when the view is made then holds for its whole life.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+# (st_dev, st_ino, st_size, st_mtime_ns) of a file -> its schema's fingerprint. Files are only ever
+# replaced by rename (a new inode), and hard links share their file's inode, so a snapshot's and the
+# next catalog rebuild's links of one file hit the same entry: the run's end reads each footer once.
+_FINGERPRINTS: dict[tuple[int, int, int, int], str] = {}
+_DISTINCT: dict[str, str] = {}  # each fingerprint's text kept once (thousands of files share a few)
+MAX_REMEMBERED = 200_000  # entries, ~40 MB at most; past it the memo starts over (a long-lived process)
+
+
+def fingerprint(path: Path | str) -> str:
+    """What DuckDB binds from a Parquet file's footer: its Parquet schema (names, order, physical and
+    logical types, repetition, nesting) and its key-value metadata (the Arrow schema among them).
+
+    The metadata is part of it to be safe: two files that differ only there read the same in
+    DuckDB, and merely keep ``union_by_name``.
+    """
+    meta = pq.read_metadata(path)
+    schema = str(meta.schema).split("\n", 1)[1]  # line 1 is the Python object's address
+    text = f"{schema}\n{sorted((meta.metadata or {}).items())}"
+    return _DISTINCT.setdefault(text, text)
+
+
+def same_schema(files: Iterable[Path]) -> bool:
+    """True when every file of ``files`` has the same fingerprint (also for one file, or none)."""
+    first: str | None = None
+    for path in files:
+        st = path.stat()
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        found = _FINGERPRINTS.get(key)
+        if found is None:
+            if len(_FINGERPRINTS) >= MAX_REMEMBERED:
+                _FINGERPRINTS.clear()
+                _DISTINCT.clear()
+            found = _FINGERPRINTS[key] = fingerprint(path)
+        if first is None:
+            first = found
+        elif found != first:
+            return False
+    return True
