@@ -13,8 +13,16 @@ import re
 import threading
 from collections import OrderedDict
 
+import numpy as np
+
 TOKEN_COUNT_DEFINITION = "regex_word_punct"
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+_WORD_CHAR = re.compile(r"\w")
+_ONE_CHAR_TOKEN = re.compile(r"[^\w\s]")
+_TOKEN = re.compile(rf"{_WORD_CHAR.pattern}+|{_ONE_CHAR_TOKEN.pattern}")
+# each ASCII code's class under the two patterns above, asked of the patterns themselves
+_ASCII_WORD = np.array([_WORD_CHAR.fullmatch(chr(code)) is not None for code in range(128)])
+_ASCII_ONE = np.array([_ONE_CHAR_TOKEN.fullmatch(chr(code)) is not None for code in range(128)])
+VECTOR_MIN_CHARS = 160  # an ASCII text this long is counted by numpy (shorter: the regex is faster)
 KNOWN_MIN_CHARS = 4096  # shorter texts are counted again: a lookup would cost about as much
 _KNOWN_MAX = 64
 _known: OrderedDict[str, int] = OrderedDict()  # long texts whose count is known, most recent last
@@ -30,7 +38,24 @@ def count_tokens(text: str | None) -> int:
             known = _known.get(text)
         if known is not None:
             return known
+    if len(text) >= VECTOR_MIN_CHARS and text.isascii():
+        return _count_ascii(text)
     return len(_TOKEN.findall(text))
+
+
+def _count_ascii(text: str) -> int:
+    """``count_tokens`` of a non-empty ASCII text: its runs of word characters plus its one-char tokens.
+
+    Why: the regex builds a string per token, and the context budget counts every ranked unit it
+    keeps (~8k tokens a question); classifying the text's bytes at once is 1.5-4x faster on texts
+    over ``VECTOR_MIN_CHARS``. The same count by definition: ``\\w+`` matches each maximal run of
+    word characters and ``[^\\w\\s]`` each other non-space character, and an ASCII character's
+    class is the patterns' own answer for it (``_ASCII_WORD``, ``_ASCII_ONE``).
+    """
+    codes = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    word = _ASCII_WORD[codes]
+    runs = np.count_nonzero(word[1:] > word[:-1]) + int(word[0])
+    return int(runs + np.count_nonzero(_ASCII_ONE[codes]))
 
 
 def note_count(text: str, tokens: int) -> None:
