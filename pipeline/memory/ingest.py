@@ -188,8 +188,9 @@ class MemoryRun:
     def corpus(self, dataset: str) -> Corpus:
         if self._corpora is None:
             self._corpora = {}
-        if dataset not in self._corpora:
-            self._corpora[dataset] = Corpus.load(self.store, dataset)
+        if dataset not in self._corpora:  # turns of the roles the memories index only (filter_roles keeps no others)
+            roles = self.bench.config.dataset(dataset).index_roles
+            self._corpora[dataset] = Corpus.load(self.store, dataset, roles)
         return self._corpora[dataset]
 
     def specs(self, dataset: str) -> dict[str, SystemSpec]:
