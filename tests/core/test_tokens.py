@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from pipeline.core.tokens import VECTOR_MIN_CHARS, count_tokens
+from pipeline.core.tokens import VECTOR_MIN_CHARS, count_each, count_tokens
 
 PINNED = re.compile(r"\w+|[^\w\s]")
 
@@ -41,3 +41,13 @@ def test_word_runs_and_one_char_tokens_of_a_long_ascii_text() -> None:
     text = "Hi, I'm Ana_B -- 42 cats!\x1cok " * 10  # 12 tokens a copy: Hi , I ' m Ana_B - - 42 cats ! ok
     assert len(text) >= VECTOR_MIN_CHARS
     assert count_tokens(text) == 12 * 10
+
+
+def test_each_text_counted_together_is_counted_as_alone() -> None:
+    """``count_each``: empty, short, long, non-ASCII and whitespace-only texts side by side, each its own count."""
+    texts = _texts()
+    rng = random.Random(7)
+    mixed = ["", " ", "a", "\x1c", "x.y", *rng.sample(texts, 40), "", "é", "end."]
+    for chunk in (mixed, mixed[:3], mixed[3:9], [t for t in mixed if t.isascii()], texts):
+        assert count_each(chunk) == [pinned_count(t) for t in chunk]
+    assert count_each([]) == []
