@@ -1,8 +1,9 @@
-"""``count_tokens``: every path (regex, numpy over ASCII bytes) gives the pinned ``regex_word_punct`` count.
+"""``count_tokens``, ``count_each``: every path (regex, numpy over character classes) gives the pinned count.
 
-Why these texts: the numpy path classifies ASCII characters one by one, so every ASCII code (the
-``\\x1c``-``\\x1f`` separators are whitespace to ``\\s``, ``_`` is a word character) must sit on both
-sides of the ``VECTOR_MIN_CHARS`` threshold, at a text's start and end; non-ASCII text keeps the regex.
+Why these texts: the numpy path classifies characters one by one, so every ASCII code (the
+``\\x1c``-``\\x1f`` separators are whitespace to ``\\s``, ``_`` is a word character) and odd non-ASCII
+ones (other spaces, digits and marks, an emoji, a lone surrogate) must sit on both sides of the
+``VECTOR_MIN_CHARS`` threshold, at a text's start and end.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def _texts() -> list[str]:
     texts += ["".join(rng.choice(every_code) for _ in range(n)) for n in near]
     texts += ["".join(rng.choice("ab _.,\x1c\x1f\t\n-'") for _ in range(rng.randrange(1, 600))) for _ in range(300)]
     texts += ["café, naïve — résumé " * 20, "日本語のテキスト。" * 30, "x" * 200 + "é"]
+    # other spaces, digits, marks and letters, an emoji, a lone surrogate
+    odd = "\u00a0\u2028\u3000\u0663\u01c5\u0301\U0001f600\ud800\u200b\u00b2\u2160é—ß"
+    texts += ["".join(rng.choice(odd + "ab _.,\x1c") for _ in range(rng.randrange(1, 500))) for _ in range(200)]
     return texts
 
 
