@@ -88,15 +88,20 @@ def _cost(unit: MemoryUnit, order: str, seen: set[tuple[str, int]]) -> int:
 
 
 def _counted(priority: Sequence[MemoryUnit], order: str) -> Iterator[tuple[MemoryUnit, int, int]]:
-    """Each unit with the tokens of its text and of its session header (``_cost``'s two parts; in
-    rank order the whole line and 0), counted ``COUNTED_TOGETHER`` units at a time (``count_each``)."""
+    """Each unit with the tokens of its text and of its session's header (``_cost``'s two parts; in
+    rank order the whole line and 0), counted ``COUNTED_TOGETHER`` units at a time (``count_each``).
+    A session's header is the one of its first unit in ``priority`` order, made and counted once."""
+    headers: dict[tuple[str, int], int] = {}
     for start in range(0, len(priority), COUNTED_TOGETHER):
         chunk = priority[start : start + COUNTED_TOGETHER]
         if order == ORDER_RANK:
             yield from zip(chunk, count_each([rank_line(u) for u in chunk]), [0] * len(chunk), strict=True)
             continue
-        counts = count_each([piece for u in chunk for piece in (u.text, session_header(u))])
-        yield from zip(chunk, counts[0::2], counts[1::2], strict=True)
+        keys = [(u.session_key, u.session_position) for u in chunk]
+        new = {key: u for key, u in reversed(list(zip(keys, chunk, strict=True))) if key not in headers}  # first unit
+        counts = count_each([u.text for u in chunk] + [session_header(u) for u in new.values()])
+        headers.update(zip(new, counts[len(chunk) :], strict=True))
+        yield from zip(chunk, counts[: len(chunk)], [headers[key] for key in keys], strict=True)
 
 
 def fit_budget(priority: Sequence[MemoryUnit], budget: int | None, order: str) -> FittedContext:
