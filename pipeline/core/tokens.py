@@ -9,6 +9,7 @@ usage is recorded separately for cost.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import OrderedDict
@@ -44,25 +45,37 @@ def count_tokens(text: str | None) -> int:
     return len(_TOKEN.findall(text))
 
 
+@functools.cache
+def _bmp_classes() -> tuple[np.ndarray, np.ndarray]:
+    """(word character, one-character token) for each code point below 0x10000, asked of the
+    patterns: made at the first non-ASCII text counted (~40 ms), so a text of many distinct
+    characters (CJK) costs a table lookup per character, not a pattern call per distinct one."""
+    chars = [chr(code) for code in range(0x10000)]
+    word = np.array([_WORD_CHAR.fullmatch(c) is not None for c in chars])
+    one = np.array([_ONE_CHAR_TOKEN.fullmatch(c) is not None for c in chars])
+    return word, one
+
+
 def _classes(text: str) -> tuple[np.ndarray, np.ndarray]:
     """Per character of ``text``: (a word character, a one-character token), as the patterns say.
 
     Why per character: ``\\w+`` matches each maximal run of word characters and ``[^\\w\\s]`` each
-    other non-space character, so the count follows from each character's class alone. ASCII
-    classes come from a table; each other code point occurring is asked of the patterns once.
+    other non-space character, so the count follows from each character's class alone. Classes
+    come from tables (ASCII, then the BMP); a code point beyond is asked of the patterns once per text.
     """
     if text.isascii():
         codes = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
         return _ASCII_WORD[codes], _ASCII_ONE[codes]
     wide = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)  # one per character
-    high = wide >= 128
-    others, where = np.unique(wide[high], return_inverse=True)
-    chars = [chr(code) for code in others.tolist()]
-    word, one = np.zeros(len(wide), dtype=bool), np.zeros(len(wide), dtype=bool)
-    low = wide[~high]
-    word[~high], one[~high] = _ASCII_WORD[low], _ASCII_ONE[low]
-    word[high] = np.array([_WORD_CHAR.fullmatch(c) is not None for c in chars], dtype=bool)[where]
-    one[high] = np.array([_ONE_CHAR_TOKEN.fullmatch(c) is not None for c in chars], dtype=bool)[where]
+    word_table, one_table = _bmp_classes()
+    in_table = np.minimum(wide, 0xFFFF)
+    word, one = word_table[in_table], one_table[in_table]
+    beyond = wide > 0xFFFF
+    if beyond.any():
+        others, where = np.unique(wide[beyond], return_inverse=True)
+        chars = [chr(code) for code in others.tolist()]
+        word[beyond] = np.array([_WORD_CHAR.fullmatch(c) is not None for c in chars], dtype=bool)[where]
+        one[beyond] = np.array([_ONE_CHAR_TOKEN.fullmatch(c) is not None for c in chars], dtype=bool)[where]
     return word, one
 
 
