@@ -9,12 +9,22 @@ usage is recorded separately for cost.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
 
 TOKEN_COUNT_DEFINITION = "regex_word_punct"
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+_WORD_CHAR = re.compile(r"\w")
+_ONE_CHAR_TOKEN = re.compile(r"[^\w\s]")
+_TOKEN = re.compile(rf"{_WORD_CHAR.pattern}+|{_ONE_CHAR_TOKEN.pattern}")
+# each ASCII code's class under the two patterns above, asked of the patterns themselves
+_ASCII_WORD = np.array([_WORD_CHAR.fullmatch(chr(code)) is not None for code in range(128)])
+_ASCII_ONE = np.array([_ONE_CHAR_TOKEN.fullmatch(chr(code)) is not None for code in range(128)])
+VECTOR_MIN_CHARS = 160  # a text (or texts counted together) this long is counted by numpy; shorter: the regex
 KNOWN_MIN_CHARS = 4096  # shorter texts are counted again: a lookup would cost about as much
 _KNOWN_MAX = 64
 _known: OrderedDict[str, int] = OrderedDict()  # long texts whose count is known, most recent last
@@ -30,7 +40,72 @@ def count_tokens(text: str | None) -> int:
             known = _known.get(text)
         if known is not None:
             return known
+    if len(text) >= VECTOR_MIN_CHARS:
+        return int(_token_starts(text).sum())
     return len(_TOKEN.findall(text))
+
+
+@functools.cache
+def _bmp_classes() -> tuple[np.ndarray, np.ndarray]:
+    """(word character, one-character token) for each code point below 0x10000, asked of the
+    patterns: made at the first non-ASCII text counted (~40 ms), so a text of many distinct
+    characters (CJK) costs a table lookup per character, not a pattern call per distinct one."""
+    chars = [chr(code) for code in range(0x10000)]
+    word = np.array([_WORD_CHAR.fullmatch(c) is not None for c in chars])
+    one = np.array([_ONE_CHAR_TOKEN.fullmatch(c) is not None for c in chars])
+    return word, one
+
+
+def _classes(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per character of ``text``: (a word character, a one-character token), as the patterns say.
+
+    Why per character: ``\\w+`` matches each maximal run of word characters and ``[^\\w\\s]`` each
+    other non-space character, so the count follows from each character's class alone. Classes
+    come from tables (ASCII, then the BMP); a code point beyond is asked of the patterns once per text.
+    """
+    if text.isascii():
+        codes = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+        return _ASCII_WORD[codes], _ASCII_ONE[codes]
+    wide = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)  # one per character
+    word_table, one_table = _bmp_classes()
+    in_table = np.minimum(wide, 0xFFFF)
+    word, one = word_table[in_table], one_table[in_table]
+    beyond = wide > 0xFFFF
+    if beyond.any():
+        others, where = np.unique(wide[beyond], return_inverse=True)
+        chars = [chr(code) for code in others.tolist()]
+        word[beyond] = np.array([_WORD_CHAR.fullmatch(c) is not None for c in chars], dtype=bool)[where]
+        one[beyond] = np.array([_ONE_CHAR_TOKEN.fullmatch(c) is not None for c in chars], dtype=bool)[where]
+    return word, one
+
+
+def _token_starts(text: str) -> np.ndarray:
+    """Where in ``text`` (non-empty) a token starts: a one-character token, or a word character after a
+    non-word one. Why: the regex builds a string per token; on a text of ``VECTOR_MIN_CHARS`` or more,
+    classifying its characters at once is 1.5-4x faster, and the context budget counts ~8k tokens a question.
+    """
+    word, starts = _classes(text)
+    starts = starts.copy()
+    starts[1:] |= word[1:] > word[:-1]
+    starts[0] |= word[0]
+    return starts
+
+
+def count_each(texts: Sequence[str]) -> list[int]:
+    """``count_tokens`` of each of ``texts``, counted in one pass over them joined.
+
+    Why: a context budget counts its ranked units one after the other, most of them short turns
+    (where the regex per text costs more than one numpy pass over a few dozen of them). Joined by a
+    newline, which is no token and ends a word, each text's count is the token starts inside it.
+    """
+    joined = "\n".join(texts)
+    if len(joined) < VECTOR_MIN_CHARS:
+        return [count_tokens(t) for t in texts]
+    before = np.concatenate(([0], np.cumsum(_token_starts(joined))))  # token starts before each position
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    begins = np.cumsum(lengths + 1) - lengths - 1
+    counts: list[int] = (before[begins + lengths] - before[begins]).tolist()
+    return counts
 
 
 def note_count(text: str, tokens: int) -> None:

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pipeline.core.tokens import count_tokens, note_count
+from pipeline.core.tokens import count_each, count_tokens, note_count
 from pipeline.memory.base import MemoryUnit, RetrievalResult, RetrievedUnit
 
 ORDER_TIME: Final = "time"  # grouped by session, oldest first (how a conversation reads)
 ORDER_RANK: Final = "rank"  # best match first, each unit prefixed with its session and date
 
 _DATE_FORMAT = "%Y-%m-%d (%a) %H:%M"
+COUNTED_TOGETHER = 32  # units whose token counts the budget takes in one pass (it keeps ~25-100)
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -86,6 +87,23 @@ def _cost(unit: MemoryUnit, order: str, seen: set[tuple[str, int]]) -> int:
     return cost
 
 
+def _counted(priority: Sequence[MemoryUnit], order: str) -> Iterator[tuple[MemoryUnit, int, int]]:
+    """Each unit with the tokens of its text and of its session's header (``_cost``'s two parts; in
+    rank order the whole line and 0), counted ``COUNTED_TOGETHER`` units at a time (``count_each``).
+    A session's header is the one of its first unit in ``priority`` order, made and counted once."""
+    headers: dict[tuple[str, int], int] = {}
+    for start in range(0, len(priority), COUNTED_TOGETHER):
+        chunk = priority[start : start + COUNTED_TOGETHER]
+        if order == ORDER_RANK:
+            yield from zip(chunk, count_each([rank_line(u) for u in chunk]), [0] * len(chunk), strict=True)
+            continue
+        keys = [(u.session_key, u.session_position) for u in chunk]
+        new = {key: u for key, u in reversed(list(zip(keys, chunk, strict=True))) if key not in headers}  # first unit
+        counts = count_each([u.text for u in chunk] + [session_header(u) for u in new.values()])
+        headers.update(zip(new, counts[len(chunk) :], strict=True))
+        yield from zip(chunk, counts[: len(chunk)], [headers[key] for key in keys], strict=True)
+
+
 def fit_budget(priority: Sequence[MemoryUnit], budget: int | None, order: str) -> FittedContext:
     """Keep units in ``priority`` order while the rendered context stays within ``budget`` tokens.
 
@@ -98,12 +116,13 @@ def fit_budget(priority: Sequence[MemoryUnit], budget: int | None, order: str) -
     kept: list[MemoryUnit] = []
     seen: set[tuple[str, int]] = set()
     used = 0
-    for unit in priority:
-        cost = _cost(unit, order, seen)
+    for unit, text_cost, header_cost in _counted(priority, order):
+        key = (unit.session_key, unit.session_position)
+        cost = text_cost + (header_cost if key not in seen else 0)
         if used + cost > budget:
             break
         kept.append(unit)
-        seen.add((unit.session_key, unit.session_position))
+        seen.add(key)
         used += cost
     if kept or not priority:
         # the count is additive over the pieces (see the module docstring): ``used`` is the render's

@@ -75,15 +75,19 @@ class IngestOutcome:
 
 @dataclass
 class _Progress:
-    """Mutable state of one ingestion attempt."""
+    """Mutable state of one ingestion attempt: ``completed`` sessions so far (the state's count is
+    set when a checkpoint is taken, not per session: a ``replace`` per session cost more than
+    ingesting one into a flat memory)."""
 
     state: CheckpointState
     units: list[MemoryUnit]
     started: float
+    completed: int
 
     def checkpoint(self) -> Checkpoint:
         spent = time.monotonic() - self.started
-        return Checkpoint(replace(self.state, ingest_seconds=self.state.ingest_seconds + spent), self.units)
+        state = replace(self.state, sessions_completed=self.completed, ingest_seconds=self.state.ingest_seconds + spent)
+        return Checkpoint(state, self.units)
 
 
 def _validate(added: list[MemoryUnit], haystack_id: str, hs: HaystackSession, seen: set[str]) -> None:
@@ -127,8 +131,8 @@ def ingest_haystack(
     if not sessions:
         raise IngestionError(f"haystack {haystack_id!r} has no sessions")
     start = _start_state(spec, haystack_id, path, keys, log)
-    progress = _Progress(start.state, list(start.units), time.monotonic())
     done = start.state.sessions_completed
+    progress = _Progress(start.state, list(start.units), time.monotonic(), done)
 
     def outcome(error: str | None = None) -> IngestOutcome:
         """Persist the progress and report exactly what was persisted."""
@@ -167,7 +171,7 @@ def ingest_haystack(
                 where = f"session {i} ({hs.session.source_session_id!r}) of {len(sessions)}"
                 return outcome(f"ingestion stopped at {where}: {type(exc).__name__}: {exc}")
             progress.units.extend(added)
-        progress.state = replace(progress.state, sessions_completed=i + 1)
+        progress.completed = i + 1
         if every and (i + 1) % every == 0:
             save(path, progress.checkpoint())
     return outcome()
@@ -188,8 +192,9 @@ class MemoryRun:
     def corpus(self, dataset: str) -> Corpus:
         if self._corpora is None:
             self._corpora = {}
-        if dataset not in self._corpora:
-            self._corpora[dataset] = Corpus.load(self.store, dataset)
+        if dataset not in self._corpora:  # turns of the roles the memories index only (filter_roles keeps no others)
+            roles = self.bench.config.dataset(dataset).index_roles
+            self._corpora[dataset] = Corpus.load(self.store, dataset, roles)
         return self._corpora[dataset]
 
     def specs(self, dataset: str) -> dict[str, SystemSpec]:

@@ -22,7 +22,6 @@ is numpy's, which the official ranking has too.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -37,6 +36,9 @@ EPSILON = 0.25
 def tokenize(text: str) -> list[str]:
     """LongMemEval's BM25 tokens: ``text.split(" ")`` (case and punctuation kept)."""
     return text.split(" ")
+
+
+DENSE_CELLS = 1 << 24  # documents x vocabulary up to which document counts use a dense bool matrix (16 MB)
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class OkapiIndex:
     doc_of: np.ndarray  # the document of each token
     doc_len: np.ndarray
     avgdl: float
-    idf: dict[str, float]
+    idf_values: np.ndarray  # float64, the idf of each word id (vocabulary order)
     k1: float = K1
     b: float = B
 
@@ -63,20 +65,26 @@ class OkapiIndex:
     def build(cls, docs: Sequence[Sequence[str]], k1: float = K1, b: float = B, epsilon: float = EPSILON) -> OkapiIndex:
         """The index of tokenized ``docs`` (at least one document).
 
-        The document counts are taken over each document's distinct words in first-occurrence order
-        (``dict.fromkeys``), so the vocabulary is in the order the word-by-word loop of rank_bm25
-        builds it, and the mean idf sums in that order.
+        The vocabulary is numbered in first-seen order over the corpus (the order the word-by-word
+        loop of rank_bm25 builds it in), so the mean idf sums in that order; each word's document
+        count comes from the token ids (``document_counts``), not from a dict per document.
         """
         if not docs:
             raise ValueError("a BM25 index needs at least one document")
-        doc_count = Counter(chain.from_iterable(map(dict.fromkeys, docs)))  # first-seen order
-        vocabulary = {word: i for i, word in enumerate(doc_count)}
+        tokens = list(chain.from_iterable(docs))
+        words = dict.fromkeys(tokens)  # first-seen order
+        vocabulary = dict(zip(words, range(len(words)), strict=True))
         lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
-        total = int(lengths.sum())
-        token_ids = np.fromiter(map(vocabulary.__getitem__, chain.from_iterable(docs)), dtype=np.int64, count=total)
+        token_ids = np.fromiter(map(vocabulary.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         doc_of = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
-        idf = _idf(doc_count, len(docs), epsilon)
-        return cls(vocabulary, token_ids, doc_of, lengths, total / len(docs), idf, k1, b)
+        counts = document_counts(token_ids, doc_of, len(docs), len(vocabulary))
+        idf = _idf(counts, len(docs), epsilon)
+        return cls(vocabulary, token_ids, doc_of, lengths, len(tokens) / len(docs), idf, k1, b)
+
+    def idf(self, word: str) -> float | None:
+        """The idf of ``word`` (None outside the vocabulary)."""
+        i = self.vocabulary.get(word)
+        return None if i is None else float(self.idf_values[i])
 
     def term_frequencies(self, word: str) -> np.ndarray:
         """How often ``word`` occurs in each document (int64, corpus order; zeros when unknown)."""
@@ -94,27 +102,45 @@ class OkapiIndex:
             tf = tfs.get(token)
             if tf is None:
                 tf = tfs[token] = self.term_frequencies(token)
-            score += (self.idf.get(token) or 0) * (tf * (self.k1 + 1) / (tf + norm))
+            score += (self.idf(token) or 0) * (tf * (self.k1 + 1) / (tf + norm))
         return score
 
 
-def _idf(doc_count: dict[str, int], n_docs: int, epsilon: float) -> dict[str, float]:
-    """Okapi idf per word; negative values floored to ``epsilon`` times the mean idf.
+def document_counts(token_ids: np.ndarray, doc_of: np.ndarray, n_docs: int, n_words: int) -> np.ndarray:
+    """How many documents hold each word id (int64, id order).
 
-    A word's idf depends only on how many documents hold it: each count's value is taken once
+    Why from the ids: counting each document's distinct words through Python dicts and a Counter
+    hashed every token twice more and was the largest part of an index's build. A (document, word)
+    pair is marked once in a bool matrix while it fits ``DENSE_CELLS``; a larger corpus takes the
+    distinct pairs by sorting (``np.unique``). Both give the same integers.
+    """
+    if n_docs * n_words <= DENSE_CELLS:
+        held = np.zeros((n_docs, n_words), dtype=bool)
+        held[doc_of, token_ids] = True
+        return np.count_nonzero(held, axis=0).astype(np.int64)
+    pairs = np.unique(doc_of * n_words + token_ids)
+    return np.bincount(pairs % n_words, minlength=n_words)
+
+
+def _idf(doc_count: np.ndarray, n_docs: int, epsilon: float) -> np.ndarray:
+    """Okapi idf per word id; negative values floored to ``epsilon`` times the mean idf.
+
+    A word's idf depends only on how many documents hold it: each count that occurs is taken once
     (``math.log``, as rank_bm25), and the mean adds every word's value one after the other in
     vocabulary order (``cumsum`` is that sequential sum, unlike ``sum``'s pairwise one).
     """
-    if not doc_count:
-        return {}
-    by_count = np.array([math.log(n_docs - n + 0.5) - math.log(n + 0.5) for n in range(n_docs + 1)])
-    counts = np.fromiter(doc_count.values(), dtype=np.int64, count=len(doc_count))
-    values = by_count[counts]
+    if not len(doc_count):
+        return np.zeros(0)
+    by_count = np.zeros(n_docs + 1)
+    present = np.unique(doc_count).tolist()
+    by_count[present] = [math.log(n_docs - n + 0.5) - math.log(n + 0.5) for n in present]
+    values = by_count[doc_count]
     total = float(np.cumsum(values)[-1])
     values[values < 0] = epsilon * (total / len(values))
-    return dict(zip(doc_count, values.tolist(), strict=True))
+    return values
 
 
 def argsort_order(scores: np.ndarray) -> list[int]:
     """Document indices best first, as LongMemEval takes them: ``argsort(scores)[::-1]``."""
-    return [int(i) for i in np.argsort(scores)[::-1]]
+    order: list[int] = np.argsort(scores)[::-1].tolist()
+    return order

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.core.records import EvidenceRow, HaystackRow, QuestionRow, SessionRow, TurnRow
 from pipeline.store.results import ResultStore
@@ -59,18 +60,25 @@ class Corpus:
 
     Tables are read when first used (``load``): a stage that only needs the questions (retrieval,
     whose memories come from their checkpoints) does not read the turns, 85 MB of Parquet on
-    LongMemEval_S.
+    LongMemEval_S. ``turn_roles``: only the turns of these roles become records (None = all), for
+    a stage that uses no others: the memory stages index the dataset's ``index_roles`` only, and
+    LongMemEval_S's assistant turns are half of its 245k turns (records built and never read).
     """
 
     def __init__(
-        self, dataset: str, tables: dict[str, pa.Table], read: Callable[[str], pa.Table] | None = None
+        self,
+        dataset: str,
+        tables: dict[str, pa.Table],
+        read: Callable[[str], pa.Table] | None = None,
+        turn_roles: tuple[str, ...] | None = None,
     ) -> None:
         self.dataset = dataset
         self._tables = dict(tables)
         self._read = read
+        self.turn_roles = turn_roles
 
     @classmethod
-    def load(cls, store: ResultStore, dataset: str) -> Corpus:
+    def load(cls, store: ResultStore, dataset: str, turn_roles: tuple[str, ...] | None = None) -> Corpus:
         """The dataset's corpus; a missing canonical table fails here, its data is read on first use."""
 
         def missing(name: str) -> FileNotFoundError:
@@ -89,7 +97,7 @@ class Corpus:
                 raise missing(name)
             return table
 
-        return cls(dataset, {}, read)
+        return cls(dataset, {}, read, turn_roles)
 
     def _table(self, name: str) -> pa.Table:
         table = self._tables.get(name)
@@ -110,7 +118,10 @@ class Corpus:
     @cached_property
     def _turns(self) -> dict[str, tuple[TurnRow, ...]]:
         by_session: dict[str, list[TurnRow]] = defaultdict(list)
-        for t in rows_of(self._table("turns"), TurnRow):
+        table = self._table("turns")
+        if self.turn_roles is not None:
+            table = table.filter(pc.field("role").isin(list(self.turn_roles)))
+        for t in rows_of(table, TurnRow):
             by_session[t.session_key].append(t)
         return {k: tuple(sorted(v, key=lambda t: t.position)) for k, v in by_session.items()}
 

@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.core.tokens import KNOWN_MIN_CHARS, count_tokens, note_count
 from pipeline.memory.base import MemoryUnit
-from pipeline.memory.context import ORDER_RANK, ORDER_TIME, ranked_result
+from pipeline.memory.context import COUNTED_TOGETHER, ORDER_RANK, ORDER_TIME, ranked_result
 
 PINNED = re.compile(r"\w+|[^\w\s]")  # regex_word_punct, counted here without any cache
 
@@ -80,3 +80,29 @@ def test_scores_go_to_the_named_column() -> None:
     assert cut is not None and cut.units[0].bm25 == ranked[0][1]
     with pytest.raises(ValueError, match="'semantic' or 'bm25'"):
         ranked_result(ranked, None, ORDER_TIME, {}, {}, "fused")
+
+
+LONG_WORDS = ["I", "moved", "to", "Porto", "in", "May.", "don't", "5:30pm;", "(really)", "--", "a,b", "x_y", "\x1c", ""]
+
+
+@pytest.mark.parametrize("order", [ORDER_TIME, ORDER_RANK])
+@pytest.mark.parametrize("budget", [700, 3_000, 9_000, 100_000])
+def test_a_budget_over_many_long_units_keeps_the_longest_prefix_that_fits(order: str, budget: int) -> None:
+    """Many units counted several passes of ``COUNTED_TOGETHER`` at a time (long ASCII texts, an
+    empty one, a non-ASCII one): what is kept is the longest prefix within the budget, its count
+    the rendered context's own."""
+    rng = random.Random(budget)
+    ranked = []
+    for i in range(5 * COUNTED_TOGETHER):
+        session = rng.randrange(20)
+        text = " ".join(rng.choice(LONG_WORDS) for _ in range(rng.randrange(0, 90))) + (" état" if i == 7 else "")
+        when = None if session == 3 else dt.datetime(2023, 5, session + 1, 13, 56)
+        ranked.append((MemoryUnit(f"u{i}", "h", f"s{session}", session, (f"t{i}",), text, when, "user", "turn"), 0.5))
+    positions = {u.unit_id: i for i, (u, _) in enumerate(ranked)}
+    result = ranked_result(ranked, budget, order, positions, {})
+    kept = len(ranked) - result.trimmed_units
+    assert result.context_tokens == pinned_count(result.context) <= budget
+    assert pinned_count(ranked_result(ranked[:kept], None, order, positions, {}).context) == result.context_tokens
+    if kept < len(ranked):  # the next unit would not have fitted
+        assert pinned_count(ranked_result(ranked[: kept + 1], None, order, positions, {}).context) > budget
+    assert (kept < len(ranked)) == (budget < 100_000)

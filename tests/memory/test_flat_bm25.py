@@ -17,9 +17,10 @@ import yaml
 from pipeline.config.model import load_config
 from pipeline.kinds.memory import MEMORY_SYSTEMS
 from pipeline.kinds.resolve import load_benchmark
+from pipeline.memory import okapi
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.flat_bm25 import KIND, FlatBm25Memory
-from pipeline.memory.okapi import OkapiIndex, argsort_order, tokenize
+from pipeline.memory.okapi import OkapiIndex, argsort_order, document_counts, tokenize
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.systems import system_specs
 from tests.support.memory import HAYSTACK, build_haystack, question
@@ -41,7 +42,7 @@ FLOOR = 0.25 * ((-POS + 3 * POS) / 4)
 )
 def test_okapi_scores_of_the_hand_table(query: str, expected: list[float]) -> None:
     index = OkapiIndex.build([tokenize(t) for t in ("a b", "a c c", "d")])
-    assert index.avgdl == 2.0 and index.idf["a"] == pytest.approx(FLOOR)
+    assert index.avgdl == 2.0 and index.idf("a") == pytest.approx(FLOOR)
     assert list(index.scores(tokenize(query))) == pytest.approx(expected, abs=1e-15)
 
 
@@ -107,3 +108,16 @@ def test_registered_and_usable_from_yaml(tmp_path: Path) -> None:
     assert specs[0].unit_hash != specs[1].unit_hash
     built = specs[1].build(MemoryDeps(encoder=None))
     assert isinstance(built, FlatBm25Memory) and built.params.granularity == "session"
+
+
+def test_document_counts_are_distinct_documents_per_word_on_both_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each word's count of documents holding it, dense matrix or sorted pairs alike, in first-seen order."""
+    docs = [["b", "a", "b", ""], ["c", "a", "a"], ["d"], ["", "b", "e", "e"]]
+    index = OkapiIndex.build(docs)
+    assert list(index.vocabulary) == ["b", "a", "", "c", "d", "e"]  # rank_bm25's word-by-word order
+    expected = [2, 2, 2, 1, 1, 1]
+    dense = document_counts(index.token_ids, index.doc_of, len(docs), len(index.vocabulary))
+    monkeypatch.setattr(okapi, "DENSE_CELLS", 0)
+    by_sorting = document_counts(index.token_ids, index.doc_of, len(docs), len(index.vocabulary))
+    assert dense.tolist() == by_sorting.tolist() == expected
+    assert OkapiIndex.build(docs).scores(["a", "e", "zzz"]).tobytes() == index.scores(["a", "e", "zzz"]).tobytes()

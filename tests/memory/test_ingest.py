@@ -248,3 +248,5 @@ def test_index_roles_and_unit_hash(enc: Encoder, tmp_path: Path) -> None:
     rows = run_stage(run, "retrievals", items_for(users, QUESTIONS[:1]))
     user_turns = {"s0:0", "s0:2", "s1:0", "s1:2", "s2:0", "s2:2"}
     assert {u["unit_id"] for u in rows["toy__q1/rag"]["units"]} == user_turns
+    corpus = run.corpus(DATASET)  # the stages' corpus holds the indexed roles' turns only
+    assert corpus.turn_roles == ("user",) and {t.turn_id for t in corpus.turns("s0")} == {"s0:0", "s0:2"}

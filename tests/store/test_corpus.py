@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -59,3 +60,17 @@ def test_a_missing_table_fails_when_the_corpus_is_opened(tmp_path: Path) -> None
     store.canonical_path("lme", "turns").unlink()
     with pytest.raises(FileNotFoundError, match="canonical table 'turns' of dataset 'lme' is missing"):
         Corpus.load(store, "lme")
+
+
+def test_a_corpus_of_some_roles_holds_the_same_sessions_with_only_their_turns(tmp_path: Path) -> None:
+    """``turn_roles``: every session kept (one without such turns holds none), turns in order as filtered."""
+    store = ResultStore(results_dir=str(tmp_path / "results"))
+    convert_dataset(SAMPLE, store, lambda _m: None)
+    everything, users = Corpus.load(store, "lme"), Corpus.load(store, "lme", turn_roles=("user",))
+    keys = everything.keys()
+    for key in keys:
+        haystack_id = everything.question(key).haystack_id
+        sessions = everything.haystack(haystack_id)
+        expected = [replace(hs, turns=tuple(t for t in hs.turns if t.role == "user")) for hs in sessions]
+        assert users.haystack(haystack_id) == expected
+    assert any(t.role == "assistant" for hs in everything.haystack(haystack_id) for t in hs.turns)
