@@ -96,15 +96,16 @@ SELECT regexp_extract(filename, '{_CHECKPOINT_PATH}', 1) AS system,
        CAST(json_extract(text, '$.step') AS INTEGER) AS step, role AS tool,
        json_extract(text, '$.arguments') AS arguments, json_extract_string(text, '$.memory_id') AS memory_id,
        json_extract_string(text, '$.error') AS error
-FROM read_parquet('parquet/memory/*/*/*.parquet', union_by_name = true, filename = true)
+FROM read_parquet('{{parquet}}/memory/*/*/*.parquet', union_by_name = true, filename = true)
 WHERE kind = 'agent_op'
 """
 
 
-def create_agent_memory_log(con: duckdb.DuckDBPyConnection, tables: set[str]) -> list[str]:
-    """``agent_memory_log`` once some agent memory has logged a tool call (skipped before)."""
+def create_agent_memory_log(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
+    """``agent_memory_log`` once some agent memory has logged a tool call (skipped before); over the
+    checkpoints under ``parquet`` (the base views' files)."""
     try:
-        con.execute(AGENT_MEMORY_LOG_SQL)
+        con.execute(AGENT_MEMORY_LOG_SQL.format(parquet=parquet.replace("'", "''")))
         found = con.execute("SELECT count(*) FROM agent_memory_log").fetchone()
     except duckdb.IOException:  # no memory checkpoint yet
         return []
@@ -114,7 +115,7 @@ def create_agent_memory_log(con: duckdb.DuckDBPyConnection, tables: set[str]) ->
     return ["agent_memory_log"]
 
 
-def create_agentic_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> list[str]:
+def create_agentic_views(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
     """The agentic views, once ``answers`` has the agentic columns (skipped before)."""
     if "answers" not in tables:
         return []

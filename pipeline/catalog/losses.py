@@ -61,7 +61,7 @@ ORDER BY dataset, metric, judge, reader, system, type_raw = '{ALL_TYPES}' DESC, 
 """
 
 
-def create_loss_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> list[str]:
+def create_loss_views(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
     """``wrong_answer_causes`` once the accuracy views exist (it reads judgment_outcomes)."""
     if "judgment_outcomes" not in tables:
         return []

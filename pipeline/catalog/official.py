@@ -245,7 +245,7 @@ ORDER BY o.dataset, o.metric, o.judge, o.reader, o.system, category_order, dista
 """
 
 
-def create_official_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> list[str]:
+def create_official_views(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
     """The official aggregate views (each skipped until the tables it reads exist)."""
     if "judgment_outcomes" not in tables:
         return []

@@ -53,7 +53,7 @@ ORDER BY dataset, judge, expected_correct, probe
 """
 
 
-def create_probe_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> list[str]:
+def create_probe_views(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
     """The probe views, once ``membench judge-probe`` has written a ``judge_probes`` table."""
     if "judge_probes" not in tables:
         return []

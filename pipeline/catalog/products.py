@@ -34,7 +34,7 @@ SELECT regexp_extract(filename, '{_CHECKPOINT_PATH}', 1) AS system,
        {", ".join(f"CAST(json_extract(text, '$.{c}') AS BIGINT) AS {c}" for c in _SESSION_COUNTERS)},
        CAST(json_extract(text, '$.cost_usd') AS DOUBLE) AS cost_usd,
        CAST(json_extract(text, '$.seconds') AS DOUBLE) AS seconds
-FROM read_parquet('parquet/memory/*/*/*.parquet', union_by_name = true, filename = true)
+FROM read_parquet('{{parquet}}/memory/*/*/*.parquet', union_by_name = true, filename = true)
 WHERE kind = 'product_session'
 """
 
@@ -120,11 +120,11 @@ VIEW_COLUMNS: dict[str, dict[str, str]] = {
 }
 
 
-def create_product_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> list[str]:
+def create_product_views(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
     """``product_sessions`` (and ``product_usage`` with ``retrievals``) once a product memory has
-    ingested a session (skipped before)."""
+    ingested a session (skipped before); over the checkpoints under ``parquet`` (the base views' files)."""
     try:
-        con.execute(PRODUCT_SESSIONS_SQL)
+        con.execute(PRODUCT_SESSIONS_SQL.format(parquet=parquet.replace("'", "''")))
         found = con.execute("SELECT count(*) FROM product_sessions").fetchone()
     except duckdb.IOException:  # no memory checkpoint yet
         return []

@@ -75,7 +75,7 @@ ORDER BY a.dataset, a.metric, judge, reader, a.system
 REPEAT_REPORT_SQL = repeat_report_sql("repeat_report")
 
 
-def create_repeat_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> list[str]:
+def create_repeat_views(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
     """``repeat_report`` / ``judge_repeat_report`` over ``judgment_outcomes`` (skipped until it exists)."""
     if "judgment_outcomes" not in tables:
         return []

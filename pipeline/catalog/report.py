@@ -422,7 +422,7 @@ REPORT_VIEWS: tuple[str, ...] = (
 )
 
 
-def create_retrieval_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> list[str]:
+def create_retrieval_views(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
     """``retrieval_report`` over the ``retrieval_metrics`` table (skipped until it exists)."""
     if "retrieval_metrics" not in tables:
         return []
@@ -430,7 +430,7 @@ def create_retrieval_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> 
     return ["retrieval_report"]
 
 
-def create_accuracy_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> list[str]:
+def create_accuracy_views(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
     """Statistics macros (always) + the accuracy views (each skipped until its tables exist)."""
     install_macros(con)
     if not {"questions", "answers"} <= tables:

@@ -19,10 +19,15 @@ from pipeline.catalog.repeats import create_repeat_views
 from pipeline.catalog.report import create_accuracy_views, create_retrieval_views
 from pipeline.metrics.stats import MACROS
 
-ViewCreator = Callable[[duckdb.DuckDBPyConnection, set[str]], list[str]]
+# (connection, views defined so far, ``parquet``) -> views created. ``parquet``: the folder of the Parquet
+# files the base views read (the catalog's or a connection's fixed set of hard links,
+# pipeline/store/catalog_files.py), as a path relative to the connection's ``file_search_path``.
+# Why passed in: a creator that reads files itself (the memory checkpoints) must read that same fixed
+# set; a hard-coded ``parquet/...`` resolved, in the catalog, to the live files that runs replace.
+ViewCreator = Callable[[duckdb.DuckDBPyConnection, set[str], str], list[str]]
 
 
-def comment_views(con: duckdb.DuckDBPyConnection, tables: set[str]) -> list[str]:
+def comment_views(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
     """``COMMENT ON`` every view and column (pipeline/catalog/docs.py): the catalog describes itself.
 
     Last in ``CATALOG_VIEWS``, so that it sees every view the creators before it made.
@@ -53,13 +58,16 @@ def view_creator_names(creators: tuple[ViewCreator, ...] = CATALOG_VIEWS) -> lis
     return [f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}" for fn in creators]
 
 
-def create_report_views(con: duckdb.DuckDBPyConnection, creators: tuple[ViewCreator, ...] = CATALOG_VIEWS) -> list[str]:
-    """Run every view creator over the base tables already defined in ``con``."""
+def create_report_views(
+    con: duckdb.DuckDBPyConnection, parquet: str, creators: tuple[ViewCreator, ...] = CATALOG_VIEWS
+) -> list[str]:
+    """Run every view creator over the base tables already defined in ``con``, whose files are under
+    ``parquet`` (see ``ViewCreator``)."""
     names = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     created: list[str] = []
     for fn in creators:
         try:
-            created += fn(con, names | set(created))
+            created += fn(con, names | set(created), parquet)
         except duckdb.Error as exc:
             # a report view that cannot bind (e.g. a table written by an older version) must not
             # sink a run: the base tables stay queryable and the failure is named in the catalog.

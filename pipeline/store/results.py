@@ -345,13 +345,19 @@ class ResultStore:
         or ``file_search_path``, which every connection made here sets to ``search``.
         """
         found: dict[str, str] = {}
-        prefix = files.relative_to(search).as_posix()
-        prefix = "" if prefix == "." else f"{prefix}/"
+        parquet = self._parquet_glob_root(files, search)
         parquet_root = files / self.parquet_root.relative_to(self.root)
         for name, pattern in TABLE_GLOBS.items():
             if any(parquet_root.glob(pattern)):
-                found[name] = f"{prefix}{self.parquet_root.relative_to(self.root).as_posix()}/{pattern}"
+                found[name] = f"{parquet}/{pattern}"
         return found
+
+    def _parquet_glob_root(self, files: Path, search: Path) -> str:
+        """The ``parquet`` folder under ``files`` as a path relative to ``search`` (see ``_existing_globs``):
+        what every glob of the views over ``files`` starts with, the report views' own included."""
+        prefix = files.relative_to(search).as_posix()
+        prefix = "" if prefix == "." else f"{prefix}/"
+        return f"{prefix}{self.parquet_root.relative_to(self.root).as_posix()}"
 
     def _create_views(
         self, con: duckdb.DuckDBPyConnection, files: Path | None = None, search: Path | None = None
@@ -459,7 +465,7 @@ class ResultStore:
             if before_report_views is not None:
                 before_report_views(con)
             if report_views:
-                self._extra_views(con, commented)
+                self._extra_views(con, self._parquet_glob_root(root, root), commented)
             trim_heap()  # binding the views over ~15k files leaves ~450 MB of freed heap (pipeline/util/heap.py)
             user_db = self.root / USER_DATABASE
             if user_db.exists():
@@ -647,7 +653,7 @@ class ResultStore:
                 views = self._create_views(con, files, self.root)
                 if "progress" in _view_names(con):
                     views += ["progress", "progress_summary"]
-                views += self._extra_views(con)
+                views += self._extra_views(con, self._parquet_glob_root(files, self.root))
                 keep_user_objects(con, self.catalog_path)  # a user's own tables survive the rebuild
             finally:
                 con.close()
@@ -666,11 +672,12 @@ class ResultStore:
                 shutil.rmtree(files, ignore_errors=True)
         return views, files.name
 
-    def _extra_views(self, con: duckdb.DuckDBPyConnection, commented: bool = True) -> list[str]:
+    def _extra_views(self, con: duckdb.DuckDBPyConnection, parquet: str, commented: bool = True) -> list[str]:
         """The report views of ``views`` (pipeline.catalog.views.CATALOG_VIEWS) and, when ``commented``,
-        the catalog's comments."""
+        the catalog's comments. ``parquet``: the base views' Parquet folder (``_parquet_glob_root``), so that
+        a report view reading files itself reads the same fixed set."""
         creators = self.views if commented else tuple(v for v in self.views if v is not comment_views)
-        return create_report_views(con, creators)
+        return create_report_views(con, parquet, creators)
 
 
 def open_catalog(path: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:

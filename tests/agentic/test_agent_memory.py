@@ -24,7 +24,7 @@ from pipeline.memory.base import Encoder, MemoryDeps
 from pipeline.memory.checkpoint import checkpoint_path, load
 from pipeline.memory.ingest import MemoryRun
 from pipeline.memory.retrieve import retrieval_results
-from pipeline.store.results import ResultStore
+from pipeline.store.results import ResultStore, open_catalog
 from tests.support.agent_memory import AGENT, QUESTIONS, config, ingest, items, llm_for
 from tests.support.memory import DATASET, HAYSTACK, write_toy_dataset
 from tests.support.memory import encoder as make_encoder
@@ -112,11 +112,12 @@ def test_the_agent_maintains_its_store_and_retrieval_searches_it(enc: Encoder, t
         assert {u["unit_id"] for u in units} == set(EXPECTED) and units[0]["text"] == EXPECTED["m1"]
 
         store.refresh_catalog()
+        log_sql = (
+            "SELECT system, dataset, session_key, op_index, step, tool, memory_id, error "
+            "FROM agent_memory_log ORDER BY session_position, op_index"
+        )
         with store.connect() as con:
-            log = con.execute(
-                "SELECT system, dataset, session_key, op_index, step, tool, memory_id, error "
-                "FROM agent_memory_log ORDER BY session_position, op_index"
-            ).fetchall()
+            log = con.execute(log_sql).fetchall()
         assert [r[2:7] for r in log] == [
             ("s0", 0, 0, "add_memory", "m1"),
             ("s0", 1, 1, "add_memory", "m2"),
@@ -129,6 +130,11 @@ def test_the_agent_maintains_its_store_and_retrieval_searches_it(enc: Encoder, t
         ]
         assert {r[:2] for r in log} == {("agent-mem", DATASET)}
         assert [r[7] is not None for r in log].count(True) == 1
+        # the catalog's log reads the checkpoints it was built over, not the live file a later run replaces
+        live = checkpoint_path(store, "agent-mem", DATASET, HAYSTACK)
+        live.unlink()
+        with open_catalog(store.catalog_path) as con:
+            assert con.execute(log_sql).fetchall() == log
 
 
 CHILD = """

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -139,3 +140,35 @@ def test_report_section(store: ResultStore) -> None:
     assert cells == ["2", "3", "6 (3)", "400 + 80", "$0.0300", "5.00 s, 4.00 s", "3 (1 failed)", "3 (3)", "80 + 3",
                      "200 ms / 290 ms"]  # fmt: skip
     assert "Memory products" not in render_dataset(data, "loco", [])
+
+
+def test_catalog_memory_views_read_its_fixed_files(tmp_path: Path) -> None:
+    """The catalog's ``product_sessions`` reads the checkpoints as they were when it was built, like
+    its base views: a checkpoint a running stage replaces or retires afterwards changes nothing.
+
+    Why: its checkpoint glob was relative to the results folder, so it read the LIVE
+    ``parquet/memory/`` files, not the catalog's hard links (pipeline/store/catalog_files.py):
+    rows changed under a fixed catalog, and a file retired between glob and open failed the query.
+    """
+    store = build_full_store(tmp_path / "results")
+    for haystack in ("h1", "h2"):
+        units = [u for h, *rest in SESSIONS if h == haystack for u in (_note(h, rest[0]), _marker(h, *rest))]
+        n = len(units) // 2
+        save(
+            checkpoint_path(store, "bm25", "lme", haystack),
+            Checkpoint(CheckpointState("bm25", "mem0", "x", "f", n, n, 1.0), units),
+        )
+    store.refresh_catalog()
+    query = "SELECT system, dataset, haystack_id, session_key, prompt_tokens FROM product_sessions ORDER BY ALL"
+    with open_catalog(store.catalog_path) as con:
+        before = con.execute(query).fetchall()
+        questions = con.execute("SELECT count(*) FROM questions").fetchall()
+    assert before == [("bm25", "lme", h, s, pt) for h, s, pt, *_ in SESSIONS]
+    checkpoint_path(store, "bm25", "lme", "h2").unlink()  # retired by a run after the catalog was built
+    with open_catalog(store.catalog_path) as con:
+        assert con.execute(query).fetchall() == before
+        assert con.execute("SELECT count(*) FROM questions").fetchall() == questions
+    moved = tmp_path / "moved"  # its globs stay relative: a copied results folder's catalog reads its own files
+    shutil.copytree(store.root, moved)
+    with open_catalog(moved / store.catalog_path.name) as con:
+        assert con.execute(query).fetchall() == before
