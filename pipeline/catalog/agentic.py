@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import duckdb
 
+from pipeline.catalog.products import CHECKPOINT_FILES, CHECKPOINT_PATH
+
 _STEP_TYPE = (
     '{"steps": [{"step": "INTEGER", "prompt_tokens": "BIGINT", "completion_tokens": "BIGINT", '
     '"latency_s": "DOUBLE", "cache_hit": "BOOLEAN", "tool_calls": [{"id": "VARCHAR", "tool": "VARCHAR", '
@@ -86,17 +88,16 @@ VIEWS = ("agentic_answers", "agentic_tool_calls", "agentic_report")
 
 # memory kind ``agent``: its tool-call log is the ``agent_op`` units of its ingestion checkpoints
 # (pipeline.agentic.agent_memory); system and dataset come from the checkpoint's path
-_CHECKPOINT_PATH = r"memory/([^/]+)/([^/]+)/[^/]+\.parquet$"
 AGENT_MEMORY_LOG_SQL = f"""
 CREATE OR REPLACE VIEW agent_memory_log AS
-SELECT regexp_extract(filename, '{_CHECKPOINT_PATH}', 1) AS system,
-       regexp_extract(filename, '{_CHECKPOINT_PATH}', 2) AS dataset,
+SELECT regexp_extract(filename, '{CHECKPOINT_PATH}', 1) AS system,
+       regexp_extract(filename, '{CHECKPOINT_PATH}', 2) AS dataset,
        haystack_id, session_key, session_position,
        CAST(regexp_extract(unit_id, '#op(\\d+)$', 1) AS INTEGER) AS op_index,
        CAST(json_extract(text, '$.step') AS INTEGER) AS step, role AS tool,
        json_extract(text, '$.arguments') AS arguments, json_extract_string(text, '$.memory_id') AS memory_id,
        json_extract_string(text, '$.error') AS error
-FROM read_parquet('{{parquet}}/memory/*/*/*.parquet', union_by_name = true, filename = true)
+FROM read_parquet('{{parquet}}/{CHECKPOINT_FILES}', union_by_name = true, filename = true)
 WHERE kind = 'agent_op'
 """
 

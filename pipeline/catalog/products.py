@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import duckdb
 
-_CHECKPOINT_PATH = r"memory/([^/]+)/([^/]+)/[^/]+\.parquet$"
+# a memory's ingestion checkpoints under the Parquet folder (pipeline/memory: memory/<system>/<dataset>/<file>),
+# and the path's system and dataset; the product and agent-memory views read them both
+CHECKPOINT_FILES = "memory/*/*/*.parquet"
+CHECKPOINT_PATH = r"memory/([^/]+)/([^/]+)/[^/]+\.parquet$"
 _SESSION_COUNTERS = (
     "llm_calls", "upstream_llm_calls", "failed_llm_calls", "prompt_tokens", "completion_tokens", "embed_calls",
     "embed_tokens", "memories",
@@ -28,13 +31,13 @@ _SEARCH_COUNTERS = ("llm_calls", "upstream_llm_calls", "prompt_tokens", "complet
 
 PRODUCT_SESSIONS_SQL = f"""
 CREATE OR REPLACE VIEW product_sessions AS
-SELECT regexp_extract(filename, '{_CHECKPOINT_PATH}', 1) AS system,
-       regexp_extract(filename, '{_CHECKPOINT_PATH}', 2) AS dataset,
+SELECT regexp_extract(filename, '{CHECKPOINT_PATH}', 1) AS system,
+       regexp_extract(filename, '{CHECKPOINT_PATH}', 2) AS dataset,
        haystack_id, session_key, session_position,
        {", ".join(f"CAST(json_extract(text, '$.{c}') AS BIGINT) AS {c}" for c in _SESSION_COUNTERS)},
        CAST(json_extract(text, '$.cost_usd') AS DOUBLE) AS cost_usd,
        CAST(json_extract(text, '$.seconds') AS DOUBLE) AS seconds
-FROM read_parquet('{{parquet}}/memory/*/*/*.parquet', union_by_name = true, filename = true)
+FROM read_parquet('{{parquet}}/{CHECKPOINT_FILES}', union_by_name = true, filename = true)
 WHERE kind = 'product_session'
 """
 
