@@ -68,9 +68,8 @@ def _set_retrievals(store: ResultStore) -> None:
         store.write_partition("retrievals", key, pa.Table.from_pylist(rows, schema=pq.read_schema(path)))
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> ResultStore:
-    store = build_full_store(tmp_path_factory.mktemp("products") / "results")
+def _save_checkpoints(store: ResultStore) -> None:
+    """The product memory's checkpoints of SESSIONS, one per haystack."""
     for haystack in ("h1", "h2"):
         units = [u for h, *rest in SESSIONS if h == haystack for u in (_note(h, rest[0]), _marker(h, *rest))]
         n = len(units) // 2
@@ -78,6 +77,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> ResultStore:
             checkpoint_path(store, "bm25", "lme", haystack),
             Checkpoint(CheckpointState("bm25", "mem0", "x", "f", n, n, 1.0), units),
         )
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> ResultStore:
+    store = build_full_store(tmp_path_factory.mktemp("products") / "results")
+    _save_checkpoints(store)
     _set_retrievals(store)
     store.refresh_catalog()
     return store
@@ -151,13 +156,7 @@ def test_catalog_memory_views_read_its_fixed_files(tmp_path: Path) -> None:
     rows changed under a fixed catalog, and a file retired between glob and open failed the query.
     """
     store = build_full_store(tmp_path / "results")
-    for haystack in ("h1", "h2"):
-        units = [u for h, *rest in SESSIONS if h == haystack for u in (_note(h, rest[0]), _marker(h, *rest))]
-        n = len(units) // 2
-        save(
-            checkpoint_path(store, "bm25", "lme", haystack),
-            Checkpoint(CheckpointState("bm25", "mem0", "x", "f", n, n, 1.0), units),
-        )
+    _save_checkpoints(store)
     store.refresh_catalog()
     query = "SELECT system, dataset, haystack_id, session_key, prompt_tokens FROM product_sessions ORDER BY ALL"
     with open_catalog(store.catalog_path) as con:
