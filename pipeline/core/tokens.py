@@ -20,10 +20,18 @@ import numpy as np
 TOKEN_COUNT_DEFINITION = "regex_word_punct"
 _WORD_CHAR = re.compile(r"\w")
 _ONE_CHAR_TOKEN = re.compile(r"[^\w\s]")
-_TOKEN = re.compile(rf"{_WORD_CHAR.pattern}+|{_ONE_CHAR_TOKEN.pattern}")
-# each ASCII code's class under the two patterns above, asked of the patterns themselves
-_ASCII_WORD = np.array([_WORD_CHAR.fullmatch(chr(code)) is not None for code in range(128)])
-_ASCII_ONE = np.array([_ONE_CHAR_TOKEN.fullmatch(chr(code)) is not None for code in range(128)])
+# the count's tokens: a truncation to a number of tokens cuts after one of them (pipeline/memory/context.py)
+TOKEN_PATTERN = re.compile(rf"{_WORD_CHAR.pattern}+|{_ONE_CHAR_TOKEN.pattern}")
+
+
+def _asked(chars: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(word character, one-character token) for each of ``chars``, asked of the two patterns themselves."""
+    word = np.array([_WORD_CHAR.fullmatch(c) is not None for c in chars], dtype=bool)
+    one = np.array([_ONE_CHAR_TOKEN.fullmatch(c) is not None for c in chars], dtype=bool)
+    return word, one
+
+
+_ASCII_WORD, _ASCII_ONE = _asked([chr(code) for code in range(128)])  # each ASCII code's class
 VECTOR_MIN_CHARS = 160  # a text (or texts counted together) this long is counted by numpy; shorter: the regex
 KNOWN_MIN_CHARS = 4096  # shorter texts are counted again: a lookup would cost about as much
 _KNOWN_MAX = 64
@@ -42,7 +50,7 @@ def count_tokens(text: str | None) -> int:
             return known
     if len(text) >= VECTOR_MIN_CHARS:
         return int(_token_starts(text).sum())
-    return len(_TOKEN.findall(text))
+    return len(TOKEN_PATTERN.findall(text))
 
 
 @functools.cache
@@ -50,10 +58,7 @@ def _bmp_classes() -> tuple[np.ndarray, np.ndarray]:
     """(word character, one-character token) for each code point below 0x10000, asked of the
     patterns: made at the first non-ASCII text counted (~40 ms), so a text of many distinct
     characters (CJK) costs a table lookup per character, not a pattern call per distinct one."""
-    chars = [chr(code) for code in range(0x10000)]
-    word = np.array([_WORD_CHAR.fullmatch(c) is not None for c in chars])
-    one = np.array([_ONE_CHAR_TOKEN.fullmatch(c) is not None for c in chars])
-    return word, one
+    return _asked([chr(code) for code in range(0x10000)])
 
 
 def _classes(text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -73,9 +78,8 @@ def _classes(text: str) -> tuple[np.ndarray, np.ndarray]:
     beyond = wide > 0xFFFF
     if beyond.any():
         others, where = np.unique(wide[beyond], return_inverse=True)
-        chars = [chr(code) for code in others.tolist()]
-        word[beyond] = np.array([_WORD_CHAR.fullmatch(c) is not None for c in chars], dtype=bool)[where]
-        one[beyond] = np.array([_ONE_CHAR_TOKEN.fullmatch(c) is not None for c in chars], dtype=bool)[where]
+        word_beyond, one_beyond = _asked([chr(code) for code in others.tolist()])
+        word[beyond], one[beyond] = word_beyond[where], one_beyond[where]
     return word, one
 
 

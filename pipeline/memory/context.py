@@ -10,12 +10,11 @@ whitespace, which lets the budget be applied piece by piece and still match the 
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pipeline.core.tokens import count_each, count_tokens, note_count
+from pipeline.core.tokens import TOKEN_PATTERN, count_each, count_tokens, note_count
 from pipeline.memory.base import MemoryUnit, RetrievalResult, RetrievedUnit
 
 ORDER_TIME: Final = "time"  # grouped by session, oldest first (how a conversation reads)
@@ -23,7 +22,6 @@ ORDER_RANK: Final = "rank"  # best match first, each unit prefixed with its sess
 
 _DATE_FORMAT = "%Y-%m-%d (%a) %H:%M"
 COUNTED_TOGETHER = 32  # units whose token counts the budget takes in one pass (it keeps ~25-100)
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 def format_date(ts: dt.datetime | None) -> str:
@@ -43,7 +41,7 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
     """The prefix of ``text`` holding at most ``max_tokens`` tokens (cut after a whole token)."""
     if max_tokens <= 0:
         return ""
-    for i, match in enumerate(_TOKEN.finditer(text)):
+    for i, match in enumerate(TOKEN_PATTERN.finditer(text)):
         if i == max_tokens - 1:
             return text[: match.end()]
     return text
