@@ -38,6 +38,7 @@ from pipeline.agentic.loop import (
     run_tool_loop,
 )
 from pipeline.agentic.prompts import NO_RESULTS
+from pipeline.catalog.agentic import KIND_OP as KIND_OP  # a logged tool call's unit kind; its view owns it
 from pipeline.core.records import QuestionRow, SessionRow
 from pipeline.llm.identity import not_set
 from pipeline.llm.protocol import ChatClient
@@ -47,7 +48,6 @@ from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams,
 from pipeline.store.corpus import HaystackSession
 
 KIND = "agent"
-KIND_OP = "agent_op"  # MemoryUnit.kind of a logged tool call (role = the tool name)
 KIND_MEMORY = "agent_memory"  # MemoryUnit.kind of a stored memory (what retrieval returns)
 MUTATING = ("add_memory", "update_memory", "delete_memory")
 
@@ -298,5 +298,3 @@ def _session_of(unit: MemoryUnit) -> HaystackSession:
     """A stand-in session (key, position, date) for replaying a logged call: what ``_put`` reads."""
     row = SessionRow("", unit.session_key, "", None, unit.timestamp, None, 0)
     return HaystackSession(unit.session_position, row, ())
-
-

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import duckdb
 
-from pipeline.catalog.products import CHECKPOINT_FILES, CHECKPOINT_PATH
+from pipeline.catalog.products import CHECKPOINT_FILES, CHECKPOINT_PATH, checkpoints_may_hold
 
 _STEP_TYPE = (
     '{"steps": [{"step": "INTEGER", "prompt_tokens": "BIGINT", "completion_tokens": "BIGINT", '
@@ -88,6 +88,7 @@ VIEWS = ("agentic_answers", "agentic_tool_calls", "agentic_report")
 
 # memory kind ``agent``: its tool-call log is the ``agent_op`` units of its ingestion checkpoints
 # (pipeline.agentic.agent_memory); system and dataset come from the checkpoint's path
+KIND_OP = "agent_op"  # MemoryUnit.kind of a logged tool call (role = the tool name); pipeline/agentic imports it
 AGENT_MEMORY_LOG_SQL = f"""
 CREATE OR REPLACE VIEW agent_memory_log AS
 SELECT regexp_extract(filename, '{CHECKPOINT_PATH}', 1) AS system,
@@ -98,13 +99,15 @@ SELECT regexp_extract(filename, '{CHECKPOINT_PATH}', 1) AS system,
        json_extract(text, '$.arguments') AS arguments, json_extract_string(text, '$.memory_id') AS memory_id,
        json_extract_string(text, '$.error') AS error
 FROM read_parquet('{{parquet}}/{CHECKPOINT_FILES}', union_by_name = true, filename = true)
-WHERE kind = 'agent_op'
+WHERE kind = '{KIND_OP}'
 """
 
 
 def create_agent_memory_log(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
     """``agent_memory_log`` once some agent memory has logged a tool call (skipped before); over the
     checkpoints under ``parquet`` (the base views' files)."""
+    if not checkpoints_may_hold(con, parquet, KIND_OP):
+        return []
     try:
         con.execute(AGENT_MEMORY_LOG_SQL.format(parquet=parquet.replace("'", "''")))
         found = con.execute("SELECT count(*) FROM agent_memory_log").fetchone()

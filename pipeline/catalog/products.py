@@ -17,12 +17,22 @@ ingested a session (like ``agent_memory_log``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
+import pyarrow.parquet as pq
 
 # a memory's ingestion checkpoints under the Parquet folder (pipeline/memory: memory/<system>/<dataset>/<file>),
 # and the path's system and dataset; the product and agent-memory views read them both
 CHECKPOINT_FILES = "memory/*/*/*.parquet"
 CHECKPOINT_PATH = r"memory/([^/]+)/([^/]+)/[^/]+\.parquet$"
+# (st_dev, st_ino, st_size, st_mtime_ns) of a checkpoint -> the bounds of its ``kind`` column per row
+# group with rows (None: not known from its footer). Checkpoints are replaced by rename (a new inode),
+# so an entry never outlives its file's content; the snapshot and the catalog rebuild of one run's end
+# read each footer once.
+_KIND_BOUNDS: dict[tuple[int, int, int, int], tuple[tuple[str, str], ...] | None] = {}
+MAX_CHECKPOINTS_REMEMBERED = 100_000  # entries; past it the memo starts over (a long-lived process)
+KIND_PRODUCT_SESSION = "product_session"  # the marker unit's kind (pipeline/products/base.py, which imports it)
 _SESSION_COUNTERS = (
     "llm_calls", "upstream_llm_calls", "failed_llm_calls", "prompt_tokens", "completion_tokens", "embed_calls",
     "embed_tokens", "memories",
@@ -38,7 +48,7 @@ SELECT regexp_extract(filename, '{CHECKPOINT_PATH}', 1) AS system,
        CAST(json_extract(text, '$.cost_usd') AS DOUBLE) AS cost_usd,
        CAST(json_extract(text, '$.seconds') AS DOUBLE) AS seconds
 FROM read_parquet('{{parquet}}/{CHECKPOINT_FILES}', union_by_name = true, filename = true)
-WHERE kind = 'product_session'
+WHERE kind = '{KIND_PRODUCT_SESSION}'
 """
 
 _SEARCH_SUMS = ",\n       ".join(
@@ -123,9 +133,69 @@ VIEW_COLUMNS: dict[str, dict[str, str]] = {
 }
 
 
+def _kind_bounds(path: Path) -> tuple[tuple[str, str], ...] | None:
+    """(min, max) of the ``kind`` column in each row group with rows, from the file's footer; None
+    when the footer does not say (unreadable, no ``kind`` column, no statistics)."""
+    try:
+        meta = pq.read_metadata(path)
+    except (OSError, ValueError):  # pyarrow's errors are both; DuckDB's scan then says what it says
+        return None
+    bounds: list[tuple[str, str]] = []
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        if group.num_rows == 0:
+            continue
+        chunks = [group.column(c) for c in range(group.num_columns) if group.column(c).path_in_schema == "kind"]
+        stats = chunks[0].statistics if len(chunks) == 1 else None
+        if stats is None or not stats.has_min_max or not isinstance(stats.min, str) or not isinstance(stats.max, str):
+            return None
+        bounds.append((stats.min, stats.max))
+    return tuple(bounds)
+
+
+def _checkpoint_root(con: duckdb.DuckDBPyConnection, parquet: str) -> Path | None:
+    """The folder ``parquet`` names for ``con`` (relative paths resolve against its one search path),
+    or None when that is not one folder for sure."""
+    if Path(parquet).is_absolute():
+        return Path(parquet)
+    found = con.execute("SELECT current_setting('file_search_path')").fetchone()
+    search = found[0] if found else ""
+    if not search or "," in search:
+        return None
+    return Path(search) / parquet
+
+
+def checkpoints_may_hold(con: duckdb.DuckDBPyConnection, parquet: str, kind: str) -> bool:
+    """False only when no memory checkpoint under ``parquet`` can hold a unit of ``kind``: the
+    Parquet statistics of every checkpoint's ``kind`` column rule it out.
+
+    Why: ``product_sessions`` and ``agent_memory_log`` are made only when some checkpoint holds a
+    ``product_session`` or ``agent_op`` unit, and finding out was a ``union_by_name`` bind and a scan
+    of every checkpoint per view and connection (~0.15 s each at 2,000 haystacks, four at a run's
+    end) for views that are then dropped in every run without a product or agent memory. A footer
+    read once per file and process says the same; whatever it cannot say leaves the scan to decide.
+    """
+    root = _checkpoint_root(con, parquet)
+    if root is None:
+        return True
+    for path in root.glob(CHECKPOINT_FILES):
+        st = path.stat()
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if key not in _KIND_BOUNDS:
+            if len(_KIND_BOUNDS) >= MAX_CHECKPOINTS_REMEMBERED:
+                _KIND_BOUNDS.clear()
+            _KIND_BOUNDS[key] = _kind_bounds(path)
+        bounds = _KIND_BOUNDS[key]
+        if bounds is None or any(low <= kind <= high for low, high in bounds):
+            return True
+    return False
+
+
 def create_product_views(con: duckdb.DuckDBPyConnection, tables: set[str], parquet: str) -> list[str]:
     """``product_sessions`` (and ``product_usage`` with ``retrievals``) once a product memory has
     ingested a session (skipped before); over the checkpoints under ``parquet`` (the base views' files)."""
+    if not checkpoints_may_hold(con, parquet, KIND_PRODUCT_SESSION):
+        return []
     try:
         con.execute(PRODUCT_SESSIONS_SQL.format(parquet=parquet.replace("'", "''")))
         found = con.execute("SELECT count(*) FROM product_sessions").fetchone()

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
+from pipeline.catalog.products import KIND_PRODUCT_SESSION as KIND_PRODUCT_SESSION  # the marker kind; its views own it
 from pipeline.config.extras import missing_extra
 from pipeline.core.records import QuestionRow
 from pipeline.memory.base import MemoryDeps, MemoryUnit, RetrievalResult
@@ -44,8 +45,6 @@ from pipeline.memory.params import MemoryConfigError, ParamsInput, SystemParams,
 from pipeline.products.proxy import PHASE_INGESTION, PHASE_SEARCH, EndpointOptions, Meter, product_proxy
 from pipeline.products.state import PRODUCTS_SUBDIR, StateDir, StateUntrusted
 from pipeline.store.corpus import HaystackSession
-
-KIND_PRODUCT_SESSION = "product_session"
 
 
 class ProductCallFailed(RuntimeError):
