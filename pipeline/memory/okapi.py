@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
+import pandas as pd
 
 K1 = 1.5
 B = 0.75
@@ -72,10 +73,8 @@ class OkapiIndex:
         if not docs:
             raise ValueError("a BM25 index needs at least one document")
         tokens = list(chain.from_iterable(docs))
-        words = dict.fromkeys(tokens)  # first-seen order
-        vocabulary = dict(zip(words, range(len(words)), strict=True))
+        token_ids, vocabulary = first_seen_ids(tokens)
         lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
-        token_ids = np.fromiter(map(vocabulary.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         doc_of = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
         counts = document_counts(token_ids, doc_of, len(docs), len(vocabulary))
         idf = _idf(counts, len(docs), epsilon)
@@ -104,6 +103,20 @@ class OkapiIndex:
                 tf = tfs[token] = self.term_frequencies(token)
             score += (self.idf(token) or 0) * (tf * (self.k1 + 1) / (tf + norm))
         return score
+
+
+def first_seen_ids(tokens: list[str]) -> tuple[np.ndarray, dict[str, int]]:
+    """Each token's word id (int64) and the vocabulary (word -> id), words numbered in first-seen order.
+
+    Why ``pandas.factorize``: it numbers the values in order of first appearance (the order
+    ``dict.fromkeys`` gives) in one pass of a C hash table, where a vocabulary dict and a lookup of
+    every token through it hashed each token twice in Python; the ids and the vocabulary's order
+    are the same. Tokens are always ``str`` (``tokenize``), never a missing value, so no token takes
+    factorize's missing-value code.
+    """
+    codes, words = pd.factorize(np.array(tokens, dtype=object))
+    vocabulary = dict(zip(words.tolist(), range(len(words)), strict=True))
+    return codes.astype(np.int64, copy=False), vocabulary
 
 
 def document_counts(token_ids: np.ndarray, doc_of: np.ndarray, n_docs: int, n_words: int) -> np.ndarray:

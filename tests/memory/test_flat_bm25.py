@@ -20,7 +20,7 @@ from pipeline.kinds.resolve import load_benchmark
 from pipeline.memory import okapi
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.flat_bm25 import KIND, FlatBm25Memory
-from pipeline.memory.okapi import OkapiIndex, argsort_order, document_counts, tokenize
+from pipeline.memory.okapi import OkapiIndex, argsort_order, document_counts, first_seen_ids, tokenize
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.systems import system_specs
 from tests.support.memory import HAYSTACK, build_haystack, question
@@ -121,3 +121,15 @@ def test_document_counts_are_distinct_documents_per_word_on_both_paths(monkeypat
     by_sorting = document_counts(index.token_ids, index.doc_of, len(docs), len(index.vocabulary))
     assert dense.tolist() == by_sorting.tolist() == expected
     assert OkapiIndex.build(docs).scores(["a", "e", "zzz"]).tobytes() == index.scores(["a", "e", "zzz"]).tobytes()
+
+
+def test_word_ids_are_numbered_in_first_seen_order_as_a_dict_would() -> None:
+    """The factorized ids and vocabulary equal a first-seen dict's, for words a missing-value check might catch."""
+    tokens = ["nan", "", "None", "b", "", "NaN", "nan", "é", "b", "null", "a"]
+    words = dict.fromkeys(tokens)
+    expected = dict(zip(words, range(len(words)), strict=True))
+    token_ids, vocabulary = first_seen_ids(tokens)
+    assert list(vocabulary.items()) == list(expected.items())
+    assert token_ids.dtype == "int64" and token_ids.tolist() == [expected[t] for t in tokens]
+    empty_ids, empty_vocabulary = first_seen_ids([])
+    assert empty_ids.tolist() == [] and empty_vocabulary == {}
