@@ -22,16 +22,13 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
+from pipeline.util.footer_memo import FooterMemo
+
 # a memory's ingestion checkpoints under the Parquet folder (pipeline/memory: memory/<system>/<dataset>/<file>),
 # and the path's system and dataset; the product and agent-memory views read them both
 CHECKPOINT_FILES = "memory/*/*/*.parquet"
 CHECKPOINT_PATH = r"memory/([^/]+)/([^/]+)/[^/]+\.parquet$"
-# (st_dev, st_ino, st_size, st_mtime_ns) of a checkpoint -> the bounds of its ``kind`` column per row
-# group with rows (None: not known from its footer). Checkpoints are replaced by rename (a new inode),
-# so an entry never outlives its file's content; the snapshot and the catalog rebuild of one run's end
-# read each footer once.
-_KIND_BOUNDS: dict[tuple[int, int, int, int], tuple[tuple[str, str], ...] | None] = {}
-MAX_CHECKPOINTS_REMEMBERED = 100_000  # entries; past it the memo starts over (a long-lived process)
+MAX_CHECKPOINTS_REMEMBERED = 100_000  # checkpoints whose ``kind`` bounds a process remembers
 KIND_PRODUCT_SESSION = "product_session"  # the marker unit's kind (pipeline/products/base.py, which imports it)
 _SESSION_COUNTERS = (
     "llm_calls", "upstream_llm_calls", "failed_llm_calls", "prompt_tokens", "completion_tokens", "embed_calls",
@@ -153,6 +150,10 @@ def _kind_bounds(path: Path) -> tuple[tuple[str, str], ...] | None:
     return tuple(bounds)
 
 
+# each checkpoint's ``kind`` bounds, read once per file (checkpoints are replaced by rename: a new inode)
+_KIND_BOUNDS: FooterMemo[tuple[tuple[str, str], ...] | None] = FooterMemo(_kind_bounds, MAX_CHECKPOINTS_REMEMBERED)
+
+
 def _checkpoint_root(con: duckdb.DuckDBPyConnection, parquet: str) -> Path | None:
     """The folder ``parquet`` names for ``con`` (relative paths resolve against its one search path),
     or None when that is not one folder for sure."""
@@ -179,13 +180,7 @@ def checkpoints_may_hold(con: duckdb.DuckDBPyConnection, parquet: str, kind: str
     if root is None:
         return True
     for path in root.glob(CHECKPOINT_FILES):
-        st = path.stat()
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        if key not in _KIND_BOUNDS:
-            if len(_KIND_BOUNDS) >= MAX_CHECKPOINTS_REMEMBERED:
-                _KIND_BOUNDS.clear()
-            _KIND_BOUNDS[key] = _kind_bounds(path)
-        bounds = _KIND_BOUNDS[key]
+        bounds = _KIND_BOUNDS.get(path)
         if bounds is None or any(low <= kind <= high for low, high in bounds):
             return True
     return False

@@ -20,12 +20,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-# (st_dev, st_ino, st_size, st_mtime_ns) of a file -> its schema's fingerprint. Files are only ever
-# replaced by rename (a new inode), and hard links share their file's inode, so a snapshot's and the
-# next catalog rebuild's links of one file hit the same entry: the run's end reads each footer once.
-_FINGERPRINTS: dict[tuple[int, int, int, int], str] = {}
-_DISTINCT: dict[str, str] = {}  # each fingerprint's text kept once (thousands of files share a few)
-MAX_REMEMBERED = 200_000  # entries, ~40 MB at most; past it the memo starts over (a long-lived process)
+from pipeline.util.footer_memo import FooterMemo
 
 
 def fingerprint(path: Path | str) -> str:
@@ -41,18 +36,17 @@ def fingerprint(path: Path | str) -> str:
     return _DISTINCT.setdefault(text, text)
 
 
+_DISTINCT: dict[str, str] = {}  # each fingerprint's text kept once (thousands of files share a few)
+MAX_REMEMBERED = 200_000  # entries, ~40 MB at most
+# each file's schema fingerprint (looked up by name at each read, so a test may count the reads)
+_FINGERPRINTS: FooterMemo[str] = FooterMemo(lambda path: fingerprint(path), MAX_REMEMBERED, _DISTINCT.clear)
+
+
 def same_schema(files: Iterable[Path]) -> bool:
     """True when every file of ``files`` has the same fingerprint (also for one file, or none)."""
     first: str | None = None
     for path in files:
-        st = path.stat()
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        found = _FINGERPRINTS.get(key)
-        if found is None:
-            if len(_FINGERPRINTS) >= MAX_REMEMBERED:
-                _FINGERPRINTS.clear()
-                _DISTINCT.clear()
-            found = _FINGERPRINTS[key] = fingerprint(path)
+        found = _FINGERPRINTS.get(path)
         if first is None:
             first = found
         elif found != first:

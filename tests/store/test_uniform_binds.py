@@ -19,6 +19,7 @@ import pytest
 from pipeline.store import file_schemas
 from pipeline.store.file_schemas import same_schema
 from pipeline.store.results import ResultStore, open_catalog, write_parquet_atomic
+from pipeline.util.footer_memo import FooterMemo
 
 BASE = {"dataset": "d", "unit": "s/r", "status": "ok", "system": "s", "reader": "r", "unit_hash": "h"}
 
@@ -179,7 +180,7 @@ def test_each_file_footer_is_read_once_per_inode(tmp_path: Path, monkeypatch: py
         return real(path)
 
     monkeypatch.setattr(file_schemas, "fingerprint", counted)
-    monkeypatch.setattr(file_schemas, "_FINGERPRINTS", {})
+    monkeypatch.setattr(file_schemas._FINGERPRINTS, "entries", {})
     assert same_schema(files) is True
     assert same_schema(sorted(links.iterdir())) is True
     assert len(reads) == 3
@@ -192,3 +193,18 @@ def test_no_file_and_one_file_are_uniform(tmp_path: Path) -> None:
     store = _uniform_store(tmp_path / "res", n=1)
     assert same_schema([]) is True
     assert same_schema(list((store.parquet_root / "answers").glob("*.parquet"))) is True
+
+
+def test_the_footer_memo_reads_a_file_once_and_starts_over_past_its_limit(tmp_path: Path) -> None:
+    """One read per (device, inode, size, mtime); past ``limit`` entries everything is read again."""
+    reads: list[str] = []
+    cleared: list[int] = []
+    memo = FooterMemo(lambda p: reads.append(p.name) or len(reads), 2, lambda: cleared.append(1))
+    a, b, c = (tmp_path / n for n in ("a", "b", "c"))
+    for f in (a, b, c):
+        f.write_text(f.name)
+    assert [memo.get(a), memo.get(a), memo.get(b), memo.get(b)] == [1, 1, 2, 2]
+    assert (reads, cleared) == (["a", "b"], [])
+    assert memo.get(c) == 3  # the third file: the memo starts over
+    assert (cleared, memo.get(c), memo.get(a)) == ([1], 3, 4)
+    assert reads == ["a", "b", "c", "a"]
