@@ -19,16 +19,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.core.records import LEVEL_SESSION, LEVEL_TURN, EvidenceRow, TurnRow
+from pipeline.core.records import LEVEL_SESSION, LEVEL_TURN, EvidenceRow
 from pipeline.metrics.locomo_evidence import EVIDENCE_RECALL_OFFICIAL_CONTEXT, locomo_evidence_recall_official
 from pipeline.metrics.retrieval import (
     K_VALUES,
@@ -52,6 +52,7 @@ from pipeline.report.sql import query_rows, view_names
 from pipeline.store.results import ResultStore
 
 TABLE = "retrieval_metrics"
+S = TypeVar("S")
 UNKNOWN_TYPE = "(unknown)"
 
 _BASE_FIELDS: list[tuple[str, pa.DataType]] = [
@@ -89,8 +90,9 @@ SELECT partition_key, question_id, unit AS system, system_kind, status, error,
                                         'turn_ids': u.turn_ids}) AS units
 FROM retrievals WHERE dataset = ? ORDER BY partition_key, unit
 """
+# only what the gold derivation reads (pipeline.metrics.retrieval.TurnLike): the turns' text is most of the table
 _LME_TURNS_SQL = """
-SELECT * FROM turns WHERE dataset = ? AND session_key IN
+SELECT session_key, turn_id, role, has_answer FROM turns WHERE dataset = ? AND session_key IN
   (SELECT unit_id FROM evidence WHERE dataset = ? AND level = 'session')
 """
 
@@ -136,6 +138,17 @@ def stored_table_if_current(store: ResultStore, dataset: str, fingerprint: str) 
     return pq.read_table(path)
 
 
+class GoldTurn(NamedTuple):
+    """What the LongMemEval gold derivation reads of a turn (TurnLike), not the whole TurnRow.
+
+    Why: building TurnRows meant reading every answer session's text, ~0.2 s of the report on
+    LongMemEval_S for values the gold never looks at."""
+
+    turn_id: str
+    role: str
+    has_answer: bool
+
+
 def load_gold(con: duckdb.DuckDBPyConnection, dataset: str, protocol: str) -> dict[str, Gold]:
     """partition_key -> Gold, derived by the dataset's protocol from canonical evidence (+ turns)."""
     if "evidence" not in view_names(con):
@@ -146,10 +159,9 @@ def load_gold(con: duckdb.DuckDBPyConnection, dataset: str, protocol: str) -> di
         by_key[r["partition_key"]].append(EvidenceRow(**r))
     if protocol != PROTOCOL_LONGMEMEVAL:
         return {k: evidence_gold(v) for k, v in by_key.items()}
-    turns: dict[str, list[TurnRow]] = defaultdict(list)
-    for r in query_rows(con, _LME_TURNS_SQL, [dataset, dataset]):
-        fields: dict[str, Any] = {f: r.get(f) for f in TurnRow.__dataclass_fields__}
-        turns[r["session_key"]].append(TurnRow(**fields))
+    turns: dict[str, list[GoldTurn]] = defaultdict(list)
+    for session_key, turn_id, role, has_answer in con.execute(_LME_TURNS_SQL, [dataset, dataset]).fetchall():
+        turns[session_key].append(GoldTurn(turn_id, role, has_answer))
     source_ids = _haystack_session_ids(con, dataset)
     return {k: lme_gold(v, turns, source_ids.get(k)) for k, v in by_key.items()}
 
@@ -224,6 +236,34 @@ def _units(raw: Sequence[Mapping[str, Any]] | None) -> list[UnitRef]:
     return [UnitRef(int(u["rank"]), u["session_key"], tuple(u["turn_ids"] or ())) for u in raw or ()]
 
 
+def unit_refs(column: pa.ChunkedArray) -> list[list[UnitRef]]:
+    """Each row's ``units`` (list of {rank, session_key, turn_ids}) as ``_units`` makes them.
+
+    Why column-wise: ``to_pylist`` builds a dict per unit and a list per unit's turn ids before
+    the UnitRefs (~150k units on LongMemEval_S, ~0.2 s of the report); the child arrays convert
+    in a few calls. A chunk holding a null unit takes ``_units``'s own path (and its error)."""
+    out: list[list[UnitRef]] = []
+    for chunk in column.chunks:
+        items = chunk.values
+        if items.null_count:
+            out += [_units(raw) for raw in chunk.to_pylist()]
+            continue
+        turn_lists = items.field("turn_ids")
+        turn_ids = _split(turn_lists.values.to_pylist(), turn_lists, tuple)
+        ranks, keys = items.field("rank").to_pylist(), items.field("session_key").to_pylist()
+        refs = [UnitRef(int(r), k, t) for r, k, t in zip(ranks, keys, turn_ids, strict=True)]
+        out += _split(refs, chunk, list)
+    return out
+
+
+def _split(values: list[Any], lists: pa.ListArray, make: Callable[[list[Any]], S]) -> list[S]:
+    """One ``make(...)`` per list of ``lists`` from its ``values`` (``lists.values`` as Python
+    objects, which the offsets index; a null list is empty whatever its offsets span)."""
+    offsets = lists.offsets.to_pylist()
+    valid = lists.is_valid().to_pylist() if lists.null_count else [True] * len(lists)
+    return [make(values[a:b] if ok else []) for a, b, ok in zip(offsets, offsets[1:], valid, strict=False)]
+
+
 def _session_ids_only(notes: str | None) -> bool:
     """The system said its items map to sessions only (``notes.source_ids == "session"``, pipeline/products)."""
     if not notes:
@@ -250,11 +290,13 @@ def metric_rows(
     dataset: str,
     ks: Sequence[int] = K_VALUES,
     dialogue: DialogueIds | None = None,
+    units: Sequence[UnitRef] | None = None,
 ) -> list[dict[str, Any]]:
     """The rows (one per level) of one retrievals row: scored, excluded or failed.
 
-    ``dialogue`` (LoCoMo evidence datasets) adds the official evidence recall at turn level."""
-    units = _units(retrieval.get("units"))
+    ``dialogue`` (LoCoMo evidence datasets) adds the official evidence recall at turn level.
+    ``units``: the row's units already made (``unit_refs``), else made from ``retrieval["units"]``."""
+    units = _units(retrieval.get("units")) if units is None else units
     kept = context_units(units, int(retrieval.get("trimmed_units") or 0), _units_total(retrieval.get("notes")))
     qid = question.question_id if question else retrieval["question_id"]
     rows = []
@@ -307,9 +349,11 @@ def build_dataset_table(
     dialogue = load_dialogue_ids(con, dataset) if has_raw else None
     empty = Gold(frozenset(), frozenset())
     rows: list[dict[str, Any]] = []
-    for r in query_rows(con, _RETRIEVALS_SQL, [dataset]):
+    retrievals = con.sql(_RETRIEVALS_SQL, params=[dataset]).to_arrow_table()
+    units = unit_refs(retrievals.column("units"))
+    for r, refs in zip(retrievals.drop_columns(["units"]).to_pylist(), units, strict=True):
         key = r["partition_key"]
-        rows += metric_rows(r, questions.get(key), gold.get(key, empty), protocol, dataset, ks, dialogue)
+        rows += metric_rows(r, questions.get(key), gold.get(key, empty), protocol, dataset, ks, dialogue, refs)
     return pa.Table.from_pylist(rows, schema=schema)
 
 
