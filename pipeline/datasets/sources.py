@@ -29,7 +29,9 @@ from pipeline.datasets.base import DatasetFileError
 
 GZIP_MAGIC = b"\x1f\x8b"
 COMPRESSION_FIELD = "<file bytes>"  # the error is below JSON: truncated gzip, unreadable bytes
-_READ_ERRORS = (OSError, EOFError, isal_zlib.error)
+# corrupt deflate data; isal's stubs declare it ``error: Exception``, an instance, but it is the class IsalError
+_ISAL_ERROR = cast(type[BaseException], isal_zlib.error)
+_READ_ERRORS = (OSError, EOFError, _ISAL_ERROR)
 _BUF_SIZE = 1 << 20  # 1 MiB reads: fewer Python-level calls into the parser
 
 
