@@ -18,6 +18,7 @@ from pipeline.core.records import ParsedRecord
 from pipeline.datasets import LOADERS, DatasetFileError, convert_dataset
 from pipeline.datasets.base import KeyConflictFailure
 from pipeline.datasets.samples import LOCOMO_FILE, MC10_FILE, SAMPLE_DIR, build_longmemeval
+from pipeline.datasets.sources import COMPRESSION_FIELD
 from pipeline.store.results import ResultStore
 
 
@@ -122,6 +123,30 @@ def test_not_gzip(tmp_path: Path) -> None:
     truncated.write_bytes(gzip.compress(json.dumps(lme_records()).encode())[:-200])
     message = str(file_error("longmemeval", truncated))
     assert "corrupt" in message or "not valid JSON" in message
+
+
+@pytest.mark.parametrize("damage", ["deflate", "crc", "length"])
+def test_damaged_gzip_names_the_file_and_its_bytes(tmp_path: Path, damage: str) -> None:
+    """Each kind of damage below JSON is a file error on the compressed bytes, not a crash."""
+    packed = bytearray(gzip.compress(json.dumps(lme_records()).encode()))
+    if damage == "deflate":  # a run of zero bytes inside the deflate stream
+        packed[40:90] = bytes(50)
+    else:  # the trailer: CRC-32, then the uncompressed length
+        at = -8 if damage == "crc" else -4
+        packed[at] ^= 0xFF
+    path = tmp_path / "lme.json.gz"
+    path.write_bytes(bytes(packed))
+    err = file_error("longmemeval", path)
+    assert err.field == COMPRESSION_FIELD, str(err)  # file_error checked the path is named
+    assert "corrupt or truncated" in str(err)
+
+
+def test_gzip_of_several_members_is_read_whole(tmp_path: Path) -> None:
+    """A file of concatenated gzip members (``cat a.gz b.gz``, bgzip) holds the bytes of all of them."""
+    data = json.dumps(lme_records()).encode()
+    path = tmp_path / "lme.json.gz"
+    path.write_bytes(b"".join(gzip.compress(data[i : i + 700]) for i in range(0, len(data), 700)))
+    assert len([r for r in load("longmemeval", path) if r.question]) == 3
 
 
 def test_gzip_is_read(tmp_path: Path) -> None:
