@@ -19,11 +19,13 @@ import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.core.partitions import sanitize
 from pipeline.memory.base import MemoryUnit
-from pipeline.store.results import PARTITION_COMPRESSION, ResultStore, read_parquet_file, write_parquet_atomic
+from pipeline.store.results import PARTITION_COMPRESSION, ResultStore, write_parquet_atomic
 
 MEMORY_STAGE_DIR = "memory"
 _META_KEY = b"membench.memory_checkpoint"
@@ -97,9 +99,35 @@ def units_from_table(table: pa.Table) -> list[MemoryUnit]:
     """The units of a checkpoint table, read column by column (same values as row dicts)."""
     names = MEMORY_UNIT_SCHEMA.names
     turn_ids = names.index("turn_ids")
-    columns = [table.column(name).to_pylist() for name in names]
+    columns = [table.column(name).to_pylist() if name != "timestamp" else timestamps(table[name]) for name in names]
     columns[turn_ids] = [tuple(ids or ()) for ids in columns[turn_ids]]
     return [MemoryUnit(*row) for row in zip(*columns, strict=True)]
+
+
+def timestamps(column: pa.ChunkedArray) -> list[object]:
+    """A timestamp column's values (``to_pylist``'s), each distinct value made into a ``datetime`` once.
+
+    Why: a memory's units share their session's date (~500 units, ~50 dates a LongMemEval_S
+    haystack) and making a ``datetime`` was most of turning a checkpoint into units. A column with
+    nulls is converted as it is.
+    """
+    values = column.combine_chunks()
+    if values.null_count:
+        converted: list[object] = values.to_pylist()
+        return converted
+    distinct, where = np.unique(values.view(pa.int64()).to_numpy(), return_inverse=True)
+    made = pa.array(distinct, pa.int64()).view(values.type).to_pylist()
+    return [made[i] for i in where.tolist()]
+
+
+def read_checkpoint_file(path: Path) -> pa.Table:
+    """The checkpoint file's table, its schema metadata kept: one small file read on this thread.
+
+    Why not ``read_parquet_file``: without Arrow's thread pool and pre-buffering a checkpoint of a few
+    hundred units reads in ~2/3 of the CPU (996 LongMemEval_S checkpoints: 0.41 -> 0.27 s); same table.
+    """
+    with pq.ParquetFile(path, pre_buffer=False) as f:
+        return f.read(use_threads=False)
 
 
 def save(path: Path, checkpoint: Checkpoint) -> None:
@@ -114,7 +142,7 @@ def load(path: Path) -> Checkpoint | None:
     if not path.exists():
         return None
     try:
-        table = read_parquet_file(path)
+        table = read_checkpoint_file(path)
         raw = (table.schema.metadata or {})[_META_KEY]
         saved = json.loads(raw)
         if "config_hash" in saved:  # written before the unit hash got its name: same value

@@ -40,7 +40,7 @@ class FlatBm25Memory(FlatMemory):
         if self._index is None:
             p = self.params
             assert isinstance(p, FlatBm25Params)
-            self._index = OkapiIndex.build([tokenize(u.text) for u in self.units], p.k1, p.b, p.epsilon)
+            self._index = OkapiIndex.from_texts([u.text for u in self.units], p.k1, p.b, p.epsilon)
         return self._index
 
     def ranking(self, question: str) -> list[tuple[int, float]]:

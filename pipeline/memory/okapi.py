@@ -22,21 +22,35 @@ is numpy's, which the official ranking has too.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 K1 = 1.5
 B = 0.75
 EPSILON = 0.25
+SPACE = b" "  # the one separator of ``tokenize``; in UTF-8 the byte 0x20 is only ever U+0020
 
 
 def tokenize(text: str) -> list[str]:
     """LongMemEval's BM25 tokens: ``text.split(" ")`` (case and punctuation kept)."""
     return text.split(" ")
+
+
+def encoded(texts: Iterable[str]) -> pa.Array:
+    """Texts as UTF-8 bytes (``surrogatepass``: a lone surrogate, legal in a ``str``, encodes too).
+
+    Why bytes: the encoding is one-to-one, so two words are equal exactly when their bytes are,
+    and splitting the bytes at 0x20 gives each ``split(" ")`` token's bytes (no other code point
+    holds that byte in UTF-8, surrogatepass included): Arrow then splits and numbers the tokens
+    without a Python object per token.
+    """
+    return pa.array([t.encode("utf-8", "surrogatepass") for t in texts], pa.large_binary())
 
 
 DENSE_CELLS = 1 << 24  # documents x vocabulary up to which document counts use a dense bool matrix (16 MB)
@@ -53,7 +67,7 @@ class OkapiIndex:
     token's frequency in every document is one ``bincount``. The values are the same integers.
     """
 
-    vocabulary: dict[str, int]  # word -> id, in first-seen order
+    words: pa.Array  # large_binary: each word id's UTF-8 bytes (``encoded``), in first-seen order
     token_ids: np.ndarray  # every token of the corpus, documents in order
     doc_of: np.ndarray  # the document of each token
     doc_len: np.ndarray
@@ -72,51 +86,90 @@ class OkapiIndex:
         """
         if not docs:
             raise ValueError("a BM25 index needs at least one document")
-        tokens = list(chain.from_iterable(docs))
-        token_ids, vocabulary = first_seen_ids(tokens)
         lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
-        doc_of = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
-        counts = document_counts(token_ids, doc_of, len(docs), len(vocabulary))
-        idf = _idf(counts, len(docs), epsilon)
-        return cls(vocabulary, token_ids, doc_of, lengths, len(tokens) / len(docs), idf, k1, b)
+        return cls._of_tokens(encoded(chain.from_iterable(docs)), lengths, k1, b, epsilon)
+
+    @classmethod
+    def from_texts(cls, texts: Sequence[str], k1: float = K1, b: float = B, epsilon: float = EPSILON) -> OkapiIndex:
+        """The index of ``texts`` tokenized by ``tokenize``: the same index as ``build`` of their tokens.
+
+        Why not ``build``: a Python ``str`` per token (``split``), hashed once more to number it, was
+        most of an index's cost on LongMemEval_S (~10k tokens a corpus, ~1,000 corpora a run); Arrow
+        splits the texts' bytes at each space and numbers the tokens in C, first seen first.
+        """
+        if not texts:
+            raise ValueError("a BM25 index needs at least one document")
+        lists = pc.split_pattern(encoded(texts), SPACE)
+        lengths = np.diff(lists.offsets.to_numpy()).astype(np.int64)
+        return cls._of_tokens(lists.flatten(), lengths, k1, b, epsilon)
+
+    @classmethod
+    def _of_tokens(cls, tokens: pa.Array, lengths: np.ndarray, k1: float, b: float, epsilon: float) -> OkapiIndex:
+        """The index of the corpus's ``tokens`` (``encoded``, documents in order, ``lengths`` each)."""
+        token_ids, words = first_seen_ids(tokens)
+        doc_of = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        counts = document_counts(token_ids, doc_of, len(lengths), len(words))
+        idf = _idf(counts, len(lengths), epsilon)
+        return cls(words, token_ids, doc_of, lengths, len(tokens) / len(lengths), idf, k1, b)
+
+    @cached_property
+    def vocabulary(self) -> dict[str, int]:
+        """Word -> id, in first-seen order (made when asked: scoring looks its words up in ``words``)."""
+        words = (w.decode("utf-8", "surrogatepass") for w in self.words.to_pylist())
+        return dict(zip(words, range(len(self.words)), strict=True))
+
+    def slots(self, words: Sequence[str]) -> np.ndarray:
+        """For each word id, the position of its word in ``words`` (distinct words), else -1.
+
+        Why this way round: the few query words make a small hash table that the vocabulary is
+        probed against in C, where a table of the whole vocabulary would be made for every query.
+        """
+        found = pc.index_in(self.words, value_set=encoded(words)).fill_null(-1)
+        slot: np.ndarray = found.to_numpy().astype(np.int64)
+        return slot
 
     def idf(self, word: str) -> float | None:
         """The idf of ``word`` (None outside the vocabulary)."""
-        i = self.vocabulary.get(word)
-        return None if i is None else float(self.idf_values[i])
-
-    def term_frequencies(self, word: str) -> np.ndarray:
-        """How often ``word`` occurs in each document (int64, corpus order; zeros when unknown)."""
-        i = self.vocabulary.get(word)
-        if i is None:
-            return np.zeros(len(self.doc_len), dtype=np.int64)
-        return np.bincount(self.doc_of[self.token_ids == i], minlength=len(self.doc_len))
+        ids = np.flatnonzero(self.slots([word]) >= 0)
+        return float(self.idf_values[ids[0]]) if len(ids) else None
 
     def scores(self, query: Sequence[str]) -> np.ndarray:
-        """BM25 score of every document for the tokenized ``query`` (float64, corpus order)."""
-        score = np.zeros(len(self.doc_len))
+        """BM25 score of every document for the tokenized ``query`` (float64, corpus order).
+
+        Each query word's frequency in every document comes from one sweep over the token ids (a
+        (word, document) pair per matching token, one ``bincount``; zeros for a word outside the
+        vocabulary); the terms are then added one query token after the other (a repeated token
+        again), as the official code adds them: the same integers, the same float operations.
+        """
+        n_docs = len(self.doc_len)
+        distinct = list(dict.fromkeys(query))
+        slot = self.slots(distinct)
+        held = slot >= 0
+        word_of = np.full(len(distinct), -1, dtype=np.int64)  # each distinct query word's id, -1 unknown
+        word_of[slot[held]] = np.flatnonzero(held)
+        hit = slot[self.token_ids]
+        matched = hit >= 0
+        pairs = hit[matched] * n_docs + self.doc_of[matched]
+        tfs = np.bincount(pairs, minlength=len(distinct) * n_docs).reshape(len(distinct), n_docs)
+        idf = np.array([(float(self.idf_values[i]) if i >= 0 else None) or 0.0 for i in word_of.tolist()])
         norm = self.k1 * (1 - self.b + self.b * self.doc_len / self.avgdl)
-        tfs: dict[str, np.ndarray] = {}
+        terms = idf[:, None] * (tfs * (self.k1 + 1) / (tfs + norm))  # each element as the official term
+        score = np.zeros(n_docs)
+        position = {word: j for j, word in enumerate(distinct)}
         for token in query:
-            tf = tfs.get(token)
-            if tf is None:
-                tf = tfs[token] = self.term_frequencies(token)
-            score += (self.idf(token) or 0) * (tf * (self.k1 + 1) / (tf + norm))
+            score += terms[position[token]]
         return score
 
 
-def first_seen_ids(tokens: list[str]) -> tuple[np.ndarray, dict[str, int]]:
-    """Each token's word id (int64) and the vocabulary (word -> id), words numbered in first-seen order.
+def first_seen_ids(tokens: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Each token's word id (int64) and the words by id, numbered in first-seen order.
 
-    Why ``pandas.factorize``: it numbers the values in order of first appearance (the order
-    ``dict.fromkeys`` gives) in one pass of a C hash table, where a vocabulary dict and a lookup of
-    every token through it hashed each token twice in Python; the ids and the vocabulary's order
-    are the same. Tokens are always ``str`` (``tokenize``), never a missing value, so no token takes
-    factorize's missing-value code.
+    Why Arrow's ``dictionary_encode``: its hash table gives each new value the next index, so the
+    ids are the ones a first-seen dict gives (``dict.fromkeys``), in one pass in C. The tokens are
+    ``encoded`` bytes, never null, so every token gets an id.
     """
-    codes, words = pd.factorize(np.array(tokens, dtype=object))
-    vocabulary = dict(zip(words.tolist(), range(len(words)), strict=True))
-    return codes.astype(np.int64, copy=False), vocabulary
+    encoding = tokens.dictionary_encode()
+    return encoding.indices.to_numpy().astype(np.int64), encoding.dictionary
 
 
 def document_counts(token_ids: np.ndarray, doc_of: np.ndarray, n_docs: int, n_words: int) -> np.ndarray:

@@ -6,6 +6,8 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
+import pyarrow as pa
+
 from pipeline.memory.base import MemoryUnit
 from pipeline.memory.checkpoint import (
     MEMORY_UNIT_SCHEMA,
@@ -13,6 +15,7 @@ from pipeline.memory.checkpoint import (
     CheckpointState,
     load,
     save,
+    timestamps,
     units_from_table,
     units_to_table,
 )
@@ -38,3 +41,15 @@ def test_units_round_trip_through_the_table_and_the_file(tmp_path: Path) -> None
     save(tmp_path / "c.parquet", Checkpoint(state, UNITS))
     loaded = load(tmp_path / "c.parquet")
     assert loaded is not None and loaded.state == state and loaded.units == UNITS
+
+
+def test_timestamps_are_the_columns_values_each_date_made_once() -> None:
+    """Dates shared, repeated, unordered, across chunks, with microseconds, before 1970, none, a null: to_pylist's."""
+    day = dt.datetime(2023, 5, 8, 13, 56)
+    values = [day, dt.datetime(1969, 12, 31, 23, 59, 59, 999999), day, dt.datetime(2024, 2, 29, 0, 0, 0, 1), day]
+    kind = pa.timestamp("us")
+    column = pa.chunked_array([pa.array(values[:2], kind), pa.array(values[2:], kind)])
+    assert timestamps(column) == column.to_pylist() == values
+    assert timestamps(pa.chunked_array([], kind)) == []
+    with_null = pa.chunked_array([pa.array([day, None, day], kind)])
+    assert timestamps(with_null) == [day, None, day]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -20,7 +21,7 @@ from pipeline.kinds.resolve import load_benchmark
 from pipeline.memory import okapi
 from pipeline.memory.base import MemoryDeps
 from pipeline.memory.flat_bm25 import KIND, FlatBm25Memory
-from pipeline.memory.okapi import OkapiIndex, argsort_order, document_counts, first_seen_ids, tokenize
+from pipeline.memory.okapi import OkapiIndex, argsort_order, document_counts, encoded, first_seen_ids, tokenize
 from pipeline.memory.params import MemoryConfigError
 from pipeline.memory.systems import system_specs
 from tests.support.memory import HAYSTACK, build_haystack, question
@@ -124,12 +125,51 @@ def test_document_counts_are_distinct_documents_per_word_on_both_paths(monkeypat
 
 
 def test_word_ids_are_numbered_in_first_seen_order_as_a_dict_would() -> None:
-    """The factorized ids and vocabulary equal a first-seen dict's, for words a missing-value check might catch."""
-    tokens = ["nan", "", "None", "b", "", "NaN", "nan", "é", "b", "null", "a"]
+    """The encoded ids and words equal a first-seen dict's, for words a missing-value check might catch."""
+    tokens = ["nan", "", "None", "b", "", "NaN", "nan", "é", "b", "null", "a", "\udc80"]
     words = dict.fromkeys(tokens)
     expected = dict(zip(words, range(len(words)), strict=True))
-    token_ids, vocabulary = first_seen_ids(tokens)
-    assert list(vocabulary.items()) == list(expected.items())
+    token_ids, vocabulary = first_seen_ids(encoded(tokens))
+    assert vocabulary.to_pylist() == [w.encode("utf-8", "surrogatepass") for w in expected]
     assert token_ids.dtype == "int64" and token_ids.tolist() == [expected[t] for t in tokens]
-    empty_ids, empty_vocabulary = first_seen_ids([])
-    assert empty_ids.tolist() == [] and empty_vocabulary == {}
+    empty_ids, empty_vocabulary = first_seen_ids(encoded([]))
+    assert empty_ids.tolist() == [] and len(empty_vocabulary) == 0
+
+
+# texts whose split(" ") tokens an Arrow split of their bytes must reproduce: runs of spaces, empty and
+# space-only texts, other white space (not a separator), non-ASCII, a lone surrogate
+ODD_TEXTS = ["a  b", "", " ", "  lead and trail  ", "tab\there\nnew line", "nbsp\u00a0x ideographic\u3000y",
+             "é ü é", "surrogate \udc80 half", "a b", "A a", "nan None"]  # fmt: skip
+
+
+def _reference_scores(docs: list[list[str]], query: list[str]) -> list[float]:
+    """The official definition, term by term (rank_bm25 0.2.2's loop): the bits membench must give."""
+    n, avgdl = len(docs), sum(map(len, docs)) / len(docs)
+    words = dict.fromkeys(w for d in docs for w in d)
+    held = {w: sum(w in d for d in docs) for w in words}
+    idf = {w: math.log(n - c + 0.5) - math.log(c + 0.5) for w, c in held.items()}
+    floor = 0.25 * (sum(idf.values()) / len(idf))  # summed one after the other in first-seen order
+    idf = {w: (floor if v < 0 else v) for w, v in idf.items()}
+    score = np.zeros(n)
+    lengths = np.array([len(d) for d in docs])
+    for token in query:
+        tf = np.array([d.count(token) for d in docs])
+        score += (idf.get(token) or 0) * (tf * 2.5 / (tf + 1.5 * (1 - 0.75 + 0.75 * lengths / avgdl)))
+    return score.tolist()
+
+
+@pytest.mark.parametrize("query", ["a b a", "zzz a", "", "  ", "é nan \udc80", "half ideographic\u3000y and"])
+def test_an_index_of_texts_is_the_index_of_their_tokens(query: str) -> None:
+    """``from_texts`` (Arrow splits the bytes) equals ``build`` of ``tokenize``'s tokens, and both score
+    as the official term-by-term loop, bit for bit (repeated, unknown and empty query tokens)."""
+    docs = [tokenize(t) for t in ODD_TEXTS]
+    by_texts, by_tokens = OkapiIndex.from_texts(ODD_TEXTS), OkapiIndex.build(docs)
+    for index in (by_texts, by_tokens):
+        assert list(index.vocabulary) == list(dict.fromkeys(w for d in docs for w in d))
+        assert index.doc_len.tolist() == [len(d) for d in docs] and index.avgdl == sum(map(len, docs)) / len(docs)
+        assert index.scores(tokenize(query)).tolist() == _reference_scores(docs, tokenize(query))
+    assert by_texts.token_ids.tolist() == by_tokens.token_ids.tolist()
+    assert by_texts.idf_values.tobytes() == by_tokens.idf_values.tobytes()
+    assert by_texts.idf("é") == by_tokens.idf("é") and by_texts.idf("zzz") is None
+    with pytest.raises(ValueError, match="at least one document"):
+        OkapiIndex.from_texts([])
