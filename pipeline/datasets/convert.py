@@ -57,6 +57,7 @@ from pipeline.datasets.base import LOADER_VERSION, DatasetFileError, KeyConflict
 from pipeline.datasets.loaders import LOADERS, SOURCE_FILES, source_files
 from pipeline.datasets.slicing import sliced
 from pipeline.store.results import ResultStore, write_parquet_atomic
+from pipeline.util.heap import collections_paused
 
 MANIFEST = "_manifest.json"
 DATASET_FAILURES_DIR = "dataset_failures"  # parquet/dataset_failures/<dataset>.parquet
@@ -388,13 +389,14 @@ def convert_dataset(
     staging.mkdir(parents=True)
     try:
         writer = _CanonicalWriter(staging, ds.name, batch_rows)
-        try:
-            with contextlib.closing(loader(src, ds.name)) as records:
-                _limited(records, writer, ds, log)
-        except BaseException:
-            writer.abort()
-            raise
-        rows = writer.close()
+        with collections_paused():  # allocation-heavy, cycle-free: see pipeline/util/heap.py
+            try:
+                with contextlib.closing(loader(src, ds.name)) as records:
+                    _limited(records, writer, ds, log)
+            except BaseException:
+                writer.abort()
+                raise
+            rows = writer.close()
         summary = {
             "rows": rows,
             "n_questions": rows["questions"],

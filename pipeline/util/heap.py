@@ -86,6 +86,26 @@ def fewer_collections(threshold: int = YOUNG_COLLECTION_EVERY) -> Iterator[None]
         gc.set_threshold(*old)
 
 
+@contextlib.contextmanager
+def collections_paused() -> Iterator[None]:
+    """Run the block without cyclic garbage collection, then restore the collector as it was.
+
+    Why: converting a dataset to its canonical tables allocates ~2.5 tracked objects per turn
+    (the parsed JSON, the turn rows buffered for Parquet: ~600k for LongMemEval_S) and frees
+    them by reference counting; the cyclic collector ran ~860 collections over them and found
+    ~1,000 objects (measured with ``gc.get_stats``), 0.2 s CPU of ~3.1 s with the definitions'
+    heap frozen, 0.7 s of 3.7 s without. The few cycles made in the block (tracebacks) are
+    collected once it ends. Objects freed by reference counting are freed as before.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def trim_heap() -> bool:
     """Hand free heap pages (glibc, Arrow's pool) back to the OS, without a garbage collection.
 

@@ -71,3 +71,24 @@ def test_fewer_collections_sets_and_restores_the_young_threshold() -> None:
     with pytest.raises(RuntimeError), fewer_collections():
         raise RuntimeError("a failing stage")
     assert gc.get_threshold() == before
+
+
+def test_collections_paused_disables_the_collector_and_restores_it() -> None:
+    import gc
+
+    from pipeline.util.heap import collections_paused
+
+    assert gc.isenabled()
+    with collections_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collections_paused():
+        raise RuntimeError("a failing conversion")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collections_paused():
+            pass
+        assert not gc.isenabled()  # a collector off before stays off
+    finally:
+        gc.enable()

@@ -160,3 +160,37 @@ def test_every_record_failing_still_writes_readable_tables(store: ResultStore, t
     assert {f["field"] for f in pq.read_table(store.canonical_path("bad", "load_failures")).to_pylist()} == {
         "answer_session_ids"
     }
+
+
+def test_conversion_runs_without_cyclic_collections_and_restores_them(
+    store: ResultStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records are read and written with the collector off (pipeline/util/heap.py); it is on again after,
+    also after a failed load."""
+    import gc
+    from collections.abc import Iterator
+
+    from pipeline.core.records import ParsedRecord
+    from pipeline.datasets import convert
+    from pipeline.datasets.longmemeval import load_longmemeval
+
+    seen: list[bool] = []
+
+    def recording(path: Path, name: str) -> Iterator[ParsedRecord]:
+        for rec in load_longmemeval(path, name):
+            seen.append(gc.isenabled())
+            yield rec
+
+    def failing(path: Path, name: str) -> Iterator[ParsedRecord]:
+        yield from recording(path, name)
+        raise DatasetFileError(path, "truncated")
+
+    src = SAMPLE_DIR / LONGMEMEVAL_S_FILE
+    monkeypatch.setattr(convert, "LOADERS", {"longmemeval": recording})
+    stats = convert_dataset(dataset("lme", "longmemeval", src), store, lambda m: None)
+    assert stats.n_questions == 8 and seen == [False] * 8 and gc.isenabled()
+    seen.clear()
+    monkeypatch.setattr(convert, "LOADERS", {"longmemeval": failing})
+    with pytest.raises(DatasetFileError, match="truncated"):
+        convert_dataset(dataset("lme2", "longmemeval", src), store, lambda m: None)
+    assert seen == [False] * 8 and gc.isenabled()
