@@ -42,7 +42,9 @@ from dagster._core.events import ASSET_EVENTS as ASSET_EVENTS  # the event types
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     SqliteEventLogStorage as SqliteEventLogStorage,  # the event log subclassed
 )
-from dagster._core.storage.sqlalchemy_compat import db_result as db_result  # inserted ids of a statement
+from dagster._core.storage.event_log.schema import (
+    SqlEventLogStorageTable as SqlEventLogStorageTable,  # the event_logs table: a batch's rows inserted at once
+)
 from dagster._core.storage.sqlite_storage import (
     DagsterSqliteStorage as DagsterSqliteStorage,  # the instance storage subclassed
     _event_logs_directory as event_logs_directory,  # where the stock storage keeps its event shards
@@ -72,8 +74,8 @@ __all__ = [
     "DagsterEvent",
     "DagsterEventBatchMetadata",
     "DagsterSqliteStorage",
+    "SqlEventLogStorageTable",
     "SqliteEventLogStorage",
-    "db_result",
     "event_logs_directory",
     "generate_event_batch_id",
     "get_alembic_config",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import sqlalchemy as sa
 
 from resources.dagster_internals import (
     ASSET_EVENTS,
@@ -223,3 +224,54 @@ def test_index_connection_kept_open_run_shards_checkpointed(tmp_path: Path, monk
     events_dir = base / "history" / "runs"
     assert not (events_dir / f"{run_id}.db").exists()  # wiped
     assert not list(events_dir.glob("*.db-wal")), "run shards' WAL left un-checkpointed"
+
+
+def _planned_events(run_id: str, n: int) -> list[dg.EventLogEntry]:
+    """``n`` planned events of one run, over two assets and ``n // 2`` partitions."""
+    events = []
+    for i in range(n):
+        data = AssetMaterializationPlannedData(ASSETS[i % 2], partition=f"q{i // 2:02d}")
+        event = DagsterEvent.build_asset_materialization_planned_event("j", "s", data)
+        events.append(
+            dg.EventLogEntry(None, "DEBUG", "", run_id, 1_700_000_000.0 + i, job_name="j", dagster_event=event)
+        )
+    return events
+
+
+def _event_rows(storage: SqliteEventLogStorage, shard: str) -> list[tuple[object, ...]]:
+    connection = storage.index_connection() if shard == "index" else storage.run_connection(shard)
+    with connection as conn:  # the shard's own rows, ids included
+        return [tuple(r) for r in conn.exec_driver_sql("SELECT * FROM event_logs ORDER BY id").fetchall()]
+
+
+def test_a_batch_is_one_insert_per_shard_with_the_rows_of_one_insert_per_event(tmp_path: Path) -> None:
+    """The batch's event rows go in through one compiled executemany per shard (not a statement built per event),
+    and both shards hold exactly the rows (ids, serialized events, timestamps) that storing each
+    event on its own with the stock storage leaves; the asset rows point at the same ids."""
+    events = _planned_events("r1", 30)
+    stock = SqliteEventLogStorage(str(tmp_path / "stock"))
+    for event in events:
+        stock.store_event(event)
+    batched = BatchingSqliteEventLogStorage(str(tmp_path / "batched"))
+    executed: list[tuple[str, bool]] = []
+
+    def note(_conn: object, _cursor: object, statement: str, _params: object, _ctx: object, many: bool) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO EVENT_LOGS"):
+            executed.append((statement, many))
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", note)
+    try:
+        batched.store_event_batch(events)
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", note)
+    try:
+        # was 60 statements, each built, compiled and executed on its own (many=False)
+        assert executed and all(many for _, many in executed), executed
+        assert len({statement for statement, _ in executed}) == 2  # one compiled INSERT per shard
+        for shard in ("r1", "index"):
+            assert _event_rows(batched, shard) == _event_rows(stock, shard)
+        for key in ASSETS:
+            assert batched.get_asset_records([key]) == stock.get_asset_records([key])
+    finally:
+        stock.dispose()
+        batched.dispose()

@@ -1,14 +1,17 @@
-"""The per-question stage driver (no Dagster): resume, failure rows, the dead-endpoint breaker."""
+"""The per-question stage driver (no Dagster): resume, failure rows, the dead-endpoint breaker; and the
+stage assets' ``stage_rows`` check (assets/question_assets.py) over the tables the driver wrote."""
 
 from collections.abc import Iterator
 from pathlib import Path
 
+import dagster as dg
 import pyarrow as pa
 import pytest
 
+from assets.question_assets import _rows_check
 from pipeline.config.model import BenchmarkConfig, load_config
 from pipeline.llm.protocol import UNREACHABLE_CONNECTION
-from pipeline.run.stage import QuestionStage, StageOutcome, UnitResult, UnitSpec, WorkItem, timed
+from pipeline.run.stage import STATUS_NAMES, QuestionStage, StageOutcome, UnitResult, UnitSpec, WorkItem, timed
 from pipeline.store.results import ResultStore
 
 PAYLOAD = pa.schema([("value", pa.int64())])
@@ -297,3 +300,26 @@ def test_the_manifests_stored_units_from_the_indexes_equal_the_views(setup: tupl
     with store.connect() as con:
         from_views = stored_units(con)
     assert from_views and indexed_units(store.parquet_root) == from_views
+
+
+def test_the_rows_check_reads_the_tables_as_written_not_the_files(setup: tuple[ConfigFile, Path]) -> None:
+    """The stage keeps the status columns of each table it wrote; the ``stage_rows`` check reads
+    those (no file read back), and they are exactly the files' status columns, in written order."""
+    res, _ = setup
+    store = res.store()
+    FAIL.add("d__q2")
+    outcome = run_stage(res, KEYS)
+    on_disk = [store.read_partition("answers", k) for k in outcome.written]
+    assert pa.concat_tables(outcome.written_status).equals(
+        pa.concat_tables([t.select(STATUS_NAMES) for t in on_disk if t is not None])
+    )
+    check = _rows_check(outcome, dg.AssetKey(["c", "answers"]))
+    assert check.passed and check.metadata["rows"].value == 10 and check.metadata["questions"].value == 5
+    for key in outcome.written:  # the check no longer needs the files
+        store.partition_path("answers", key).unlink()
+    assert _rows_check(outcome, dg.AssetKey(["c", "answers"])) == check
+
+    bad = outcome.written_status[0].to_pylist()
+    bad[0] |= {"status": "failed", "error": None}  # a failed row must carry its error
+    outcome.written_status[0] = pa.Table.from_pylist(bad, schema=outcome.written_status[0].schema)
+    assert not _rows_check(outcome, dg.AssetKey(["c", "answers"])).passed
