@@ -62,4 +62,3 @@ def test_a_failing_statement_keeps_those_before_it_and_raises(tmp_path: Path) ->
         run_in_one_transaction(con, statements)
     views = dict(con.execute("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall())
     assert views == {"answers": "a", "judgments": None}
-
