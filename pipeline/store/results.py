@@ -106,6 +106,11 @@ SNAPSHOT_TABLES = ("answers", "judgments", "progress")
 # accuracy_report again (it joins every retrievals file), and at a run's end the manifest's
 # headline once more (~3 s CPU of a 2,000-question run's end).
 SNAPSHOT_VIEWS = ("accuracy_report",)
+# A snapshot's queries run on one DuckDB thread. Why: what it scans is thousands of one-row files
+# (the copies above, ``progress``, the drill-down's and the manifest's reads of ``retrievals``), where
+# a second thread adds hand-offs, not speed: a 2,000-question run's end (``refresh_run_end`` in
+# process, 2 cores) took ~0.5 s less CPU on one thread and peaked at ~310 MB of RSS instead of ~610.
+SNAPSHOT_THREADS = 1
 
 
 # Tables up to this size (Arrow's in-memory bytes) are written to a buffer first, then to the file
@@ -491,6 +496,7 @@ class ResultStore:
         """``snapshot()`` with the folder of hard links its views read (see ``Snapshot``)."""
 
         def copy(con: duckdb.DuckDBPyConnection) -> None:
+            con.execute(f"SET threads = {SNAPSHOT_THREADS}")
             present = _view_names(con)
             for name in tables:
                 if name in present:

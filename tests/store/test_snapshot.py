@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from pipeline.report.refresh import report_fingerprint
-from pipeline.store.results import SNAPSHOT_TABLES, SNAPSHOT_VIEWS, ResultStore, write_parquet_atomic
+from pipeline.store.results import SNAPSHOT_TABLES, SNAPSHOT_THREADS, SNAPSHOT_VIEWS, ResultStore, write_parquet_atomic
 from tests.support.report import build_full_store
 
 VIEWS = ("accuracy_report", "accuracy_by_type", "paired_comparisons", "progress_summary")
@@ -34,6 +34,17 @@ def test_snapshot_copies_tables_and_answers_as_connect(store: ResultStore) -> No
         assert temp == set(SNAPSHOT_TABLES) | set(SNAPSHOT_VIEWS)
         for name in (*SNAPSHOT_TABLES, *VIEWS):
             assert _rows(snap, f'SELECT * FROM "{name}"') == _rows(live, f'SELECT * FROM "{name}"'), name
+
+
+def test_snapshot_runs_on_one_thread(store: ResultStore) -> None:
+    """Its scans are of thousands of one-row files: a second thread added CPU (and RSS), not speed."""
+    assert SNAPSHOT_THREADS == 1
+    with store.snapshot() as snap:
+        assert snap.execute("SELECT current_setting('threads')").fetchall() == [(SNAPSHOT_THREADS,)]
+    with store.connect() as live:  # other connections keep DuckDB's default
+        assert live.execute("SELECT current_setting('threads')").fetchall() == [
+            (duckdb.connect().execute("SELECT current_setting('threads')").fetchall()[0][0],)
+        ]
 
 
 def test_snapshot_is_one_consistent_read(store: ResultStore, tmp_path: Path) -> None:
