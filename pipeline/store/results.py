@@ -19,7 +19,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -167,6 +167,17 @@ def with_unit_hash(table: pa.Table) -> pa.Table:
     if UNIT_HASH in names:  # never written so, but keep the newer name's values
         return table.drop_columns([LEGACY_UNIT_HASH])
     return table.rename_columns([UNIT_HASH if n == LEGACY_UNIT_HASH else n for n in names])
+
+
+def sorted_paths(paths: Iterable[Path]) -> list[Path]:
+    """``sorted(paths)``, in the same order: compared as tuples of their parts, which is what a
+    ``Path``'s ``<`` compares, without a Python method call per comparison (the fingerprints of a
+    2,000-question run's end sorted ~10k paths each, ~350k calls, ~0.3 s)."""
+    return sorted(paths, key=_path_parts)
+
+
+def _path_parts(path: Path) -> tuple[str, ...]:
+    return path.parts
 
 
 def _source_sql(pattern: str, columns: set[str], uniform: bool = False) -> str:
@@ -613,7 +624,7 @@ class ResultStore:
         if self.parquet_root.is_dir():
             for sub in sorted(self.parquet_root.iterdir()):
                 if sub.is_dir() and sub.name not in UNVIEWED_DIRS:
-                    files += sorted(sub.rglob("*.parquet"))
+                    files += sorted_paths(sub.rglob("*.parquet"))
         update_with_files(h, files)
         return h.hexdigest()
 

@@ -13,7 +13,14 @@ import pyarrow as pa
 import pytest
 
 from pipeline.report.refresh import report_fingerprint
-from pipeline.store.results import SNAPSHOT_TABLES, SNAPSHOT_THREADS, SNAPSHOT_VIEWS, ResultStore, write_parquet_atomic
+from pipeline.store.results import (
+    SNAPSHOT_TABLES,
+    SNAPSHOT_THREADS,
+    SNAPSHOT_VIEWS,
+    ResultStore,
+    sorted_paths,
+    write_parquet_atomic,
+)
 from tests.support.report import build_full_store
 
 VIEWS = ("accuracy_report", "accuracy_by_type", "paired_comparisons", "progress_summary")
@@ -114,3 +121,19 @@ def test_a_snapshots_report_fingerprint_is_its_files_as_they_were(store: ResultS
 
 def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["a/b.parquet", "a-b/c.parquet", "a/b/c.parquet", "a.parquet", "A/x.parquet", "a b/c.parquet", "a/a.parquet"],
+        ["answers/q10.parquet", "answers/q2.parquet", "answers/q1.parquet", "memory/s/d/h.parquet", "memory.parquet"],
+    ],
+)
+def test_sorted_paths_is_paths_own_order(tmp_path: Path, names: list[str]) -> None:
+    """The fingerprints hash files in this order: it must be exactly ``sorted()``'s (which compares
+    paths part by part: "a/b" before "a-b/c", where their strings compare the other way)."""
+    paths = [tmp_path / n for n in names]
+    assert sorted_paths(paths) == sorted(paths)
+    assert sorted_paths(reversed(paths)) == sorted(paths)
+    assert [str(p) for p in sorted_paths(paths)] != sorted(str(p) for p in paths)  # not the strings' order
