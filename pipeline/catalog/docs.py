@@ -364,20 +364,55 @@ def comment_catalog(con: duckdb.DuckDBPyConnection) -> list[str]:
     Why not fail on a gap: a view added by a newer stage must not sink a run; the gap is caught
     by the schema test instead.
     """
+    statements, missing = comment_statements(catalog_columns(con))
+    run_in_one_transaction(con, statements)
+    return missing
+
+
+def comment_statements(columns: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+    """(the ``COMMENT ON`` statements of every documented view and column, the undocumented names)."""
+    statements: list[str] = []
     missing: list[str] = []
-    for view, columns in catalog_columns(con).items():
+    for view, names in columns.items():
         doc = VIEW_DOCS.get(view)
         if doc is None:
             missing.append(view)
         else:
-            con.execute(f'COMMENT ON VIEW "{view}" IS {_lit(doc)}')
-        for column in columns:
+            statements.append(f'COMMENT ON VIEW "{view}" IS {_lit(doc)}')
+        for column in names:
             text = column_doc(view, column)
             if text is None:
                 missing.append(f"{view}.{column}")
             else:
-                con.execute(f'COMMENT ON COLUMN "{view}"."{column}" IS {_lit(text)}')
-    return missing
+                statements.append(f'COMMENT ON COLUMN "{view}"."{column}" IS {_lit(text)}')
+    return statements, missing
+
+
+def run_in_one_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None:
+    """Run ``statements`` in order as one transaction, with the effect of running them one by one.
+
+    Why: each statement on its own is a commit, and a commit of the catalog file writes and syncs
+    its write-ahead log: the catalog's ~540 comments took ~2 s wall (~0.3 s CPU) at a run's end,
+    ~0.15 s in one. Where a statement fails, the batch is rolled back and the statements run one
+    by one: those before the failing one stay, and its error is raised, as before. ``con`` must be
+    in auto-commit (no transaction open), as every connection of the catalog's is.
+    """
+    if not statements:
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for statement in statements:
+            con.execute(statement)
+    except duckdb.Error:
+        con.execute("ROLLBACK")
+        _run_each(con, statements)
+        return
+    con.execute("COMMIT")
+
+
+def _run_each(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None:
+    for statement in statements:
+        con.execute(statement)
 
 
 def _md(text: str) -> str:

@@ -110,26 +110,26 @@ EVIDENCE_SQL = """
 SELECT e.partition_key, e.level, e.unit_id, coalesce(e.source_id, e.unit_id) AS label
 FROM evidence e WHERE e.dataset = $ds
 """
-RETRIEVALS_SQL = """
-SELECT partition_key, unit AS system, status, error, context_tokens, len(units) AS n_units,
-  list_transform(list_filter(units, lambda u: u.rank <= $top), lambda u: {'rank': u.rank,
-    'session_key': u.session_key, 'turn_ids': u.turn_ids, 'text': left(u."text", $chars + 1)}) AS top
-FROM retrievals WHERE dataset = $ds
+_TOP_UNITS_SQL = """list_transform(list_filter(r.units, lambda u: u.rank <= $top), lambda u: {'rank': u.rank,
+    'session_key': u.session_key, 'turn_ids': u.turn_ids, 'text': left(u."text", $chars + 1)}) AS top"""
+RETRIEVALS_SQL = f"""
+SELECT r.partition_key, r.unit AS system, r.status, r.error, r.context_tokens, len(r.units) AS n_units,
+  {_TOP_UNITS_SQL}
+FROM retrievals r WHERE r.dataset = $ds
 """
-# (question, system, gold unit id) -> the best rank of a retrieved unit holding it (its turn, or its
-# session). Why in SQL: fetching every retrieved unit's turn ids into Python to find a handful of
-# gold ids took LoCoMo's drill-down from ~0.3 to ~1.5 GB of RSS (full_context returns whole sessions).
-GOLD_RANKS_SQL = """
-WITH gold AS (SELECT DISTINCT partition_key, unit_id FROM evidence WHERE dataset = $ds),
-unit_rows AS (
-  SELECT partition_key, unit AS system,
-    unnest(list_transform(units, lambda u: {'rank': u.rank, 'session_key': u.session_key, 'turn_ids': u.turn_ids})) AS u
-  FROM retrievals WHERE dataset = $ds AND partition_key IN (SELECT partition_key FROM gold)
-)
-SELECT r.partition_key, r.system, g.unit_id, min(r.u.rank) AS rank
-FROM unit_rows r JOIN gold g ON g.partition_key = r.partition_key
-  AND (r.u.session_key = g.unit_id OR list_contains(r.u.turn_ids, g.unit_id))
-GROUP BY ALL
+# ... and, where the dataset has evidence, each row's gold ranks: (gold unit id, the best rank of a
+# retrieved unit holding it: its turn, or its session), for the gold ids some unit holds. Why in SQL:
+# fetching every retrieved unit's turn ids into Python to find a handful of gold ids took LoCoMo's
+# drill-down from ~0.3 to ~1.5 GB of RSS (full_context returns whole sessions). Why in the same scan:
+# each scan of ``retrievals`` decodes every file's units again (~0.7 s CPU at 2,000 questions).
+RETRIEVALS_GOLD_SQL = f"""
+WITH gold AS (SELECT partition_key, list(DISTINCT unit_id) AS ids FROM evidence WHERE dataset = $ds GROUP BY ALL)
+SELECT r.partition_key, r.unit AS system, r.status, r.error, r.context_tokens, len(r.units) AS n_units,
+  {_TOP_UNITS_SQL},
+  list_filter(list_transform(g.ids, lambda id: {{'unit_id': id, 'rank': list_min(list_transform(
+    list_filter(r.units, lambda u: u.session_key = id OR list_contains(u.turn_ids, id)), lambda u: u.rank))}}),
+    lambda found: found.rank IS NOT NULL) AS gold_ranks
+FROM retrievals r LEFT JOIN gold g ON g.partition_key = r.partition_key WHERE r.dataset = $ds
 """
 ANSWERS_SQL = """
 SELECT partition_key, system, reader, status, error, left(prediction, 2000) AS prediction, invalid
@@ -171,11 +171,14 @@ def dataset_questions(con: duckdb.DuckDBPyConnection, dataset: str) -> list[Ques
     gold_labels: dict[str, dict[str, str]] = defaultdict(dict)
     for pk in {*labels[LEVEL_TURN], *labels[LEVEL_SESSION]}:
         gold_labels[pk] = labels[LEVEL_TURN].get(pk) or labels[LEVEL_SESSION].get(pk, {})
-    retrievals = _rows(con, present, "retrievals", RETRIEVALS_SQL, top=TOP_UNITS, chars=TEXT_CHARS, **ds)
+    sql = RETRIEVALS_GOLD_SQL if "evidence" in present else RETRIEVALS_SQL
+    retrievals = _rows(con, present, "retrievals", sql, top=TOP_UNITS, chars=TEXT_CHARS, **ds)
     found: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)  # (question, system) -> gold id -> rank
-    if "evidence" in present:
-        for g in _rows(con, present, "retrievals", GOLD_RANKS_SQL, **ds):
-            found[(g["partition_key"], g["system"])][g["unit_id"]] = g["rank"]
+    for r in retrievals:
+        ranks = found[(r["partition_key"], r["system"])]
+        for g in r.get("gold_ranks") or []:
+            best = ranks.get(g["unit_id"])
+            ranks[g["unit_id"]] = g["rank"] if best is None else min(best, g["rank"])
     turn_ids = sorted({t for r in retrievals for u in r["top"] or [] for t in u["turn_ids"] or []})
     session_ids = sorted({u["session_key"] for r in retrievals for u in r["top"] or []})
     turn_src = dict(con.execute(SOURCE_IDS_SQL, {**ds, "ids": turn_ids}).fetchall()) if "turns" in present else {}
@@ -242,7 +245,7 @@ def _unit(
 
 
 def _gold_ranks(ranks: dict[str, int], labels: dict[str, str]) -> dict[str, int | None]:
-    """Gold label -> the best rank at which any of its unit ids was found (GOLD_RANKS_SQL), None if never."""
+    """Gold label -> the best rank at which any of its unit ids was found (RETRIEVALS_GOLD_SQL), None if never."""
     out: dict[str, int | None] = dict.fromkeys(labels.values())
     for unit_id, label in labels.items():
         rank = ranks.get(unit_id)

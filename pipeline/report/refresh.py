@@ -30,7 +30,7 @@ from pipeline.report.build import (
     write_pages,
 )
 from pipeline.report.glossary import judge_metric_definitions
-from pipeline.store.results import ResultStore, Snapshot
+from pipeline.store.results import ResultStore, Snapshot, sorted_paths
 from pipeline.util.coalesce import Coalescer
 from pipeline.util.fingerprint import pipeline_code_files, update_with_files
 
@@ -52,7 +52,7 @@ def report_fingerprint(store: ResultStore, parquet: Path | None = None) -> str:
     if base.is_dir():
         for stage in sorted(base.iterdir()):
             if stage.is_dir() and stage.name not in UNREAD_STAGES:
-                update_with_files(h, sorted(stage.rglob("*.parquet")), base, store.parquet_root)
+                update_with_files(h, sorted_paths(stage.rglob("*.parquet")), base, store.parquet_root)
     update_with_files(h, sorted((store.root / "compare").glob("*.html")))
     return h.hexdigest()
 

@@ -13,7 +13,14 @@ import pyarrow as pa
 import pytest
 
 from pipeline.report.refresh import report_fingerprint
-from pipeline.store.results import SNAPSHOT_TABLES, SNAPSHOT_VIEWS, ResultStore, write_parquet_atomic
+from pipeline.store.results import (
+    SNAPSHOT_TABLES,
+    SNAPSHOT_THREADS,
+    SNAPSHOT_VIEWS,
+    ResultStore,
+    sorted_paths,
+    write_parquet_atomic,
+)
 from tests.support.report import build_full_store
 
 VIEWS = ("accuracy_report", "accuracy_by_type", "paired_comparisons", "progress_summary")
@@ -34,6 +41,17 @@ def test_snapshot_copies_tables_and_answers_as_connect(store: ResultStore) -> No
         assert temp == set(SNAPSHOT_TABLES) | set(SNAPSHOT_VIEWS)
         for name in (*SNAPSHOT_TABLES, *VIEWS):
             assert _rows(snap, f'SELECT * FROM "{name}"') == _rows(live, f'SELECT * FROM "{name}"'), name
+
+
+def test_snapshot_runs_on_one_thread(store: ResultStore) -> None:
+    """Its scans are of thousands of one-row files: a second thread added CPU (and RSS), not speed."""
+    assert SNAPSHOT_THREADS == 1
+    with store.snapshot() as snap:
+        assert snap.execute("SELECT current_setting('threads')").fetchall() == [(SNAPSHOT_THREADS,)]
+    with store.connect() as live:  # other connections keep DuckDB's default
+        assert live.execute("SELECT current_setting('threads')").fetchall() == [
+            (duckdb.connect().execute("SELECT current_setting('threads')").fetchall()[0][0],)
+        ]
 
 
 def test_snapshot_is_one_consistent_read(store: ResultStore, tmp_path: Path) -> None:
@@ -103,3 +121,19 @@ def test_a_snapshots_report_fingerprint_is_its_files_as_they_were(store: ResultS
 
 def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["a/b.parquet", "a-b/c.parquet", "a/b/c.parquet", "a.parquet", "A/x.parquet", "a b/c.parquet", "a/a.parquet"],
+        ["answers/q10.parquet", "answers/q2.parquet", "answers/q1.parquet", "memory/s/d/h.parquet", "memory.parquet"],
+    ],
+)
+def test_sorted_paths_is_paths_own_order(tmp_path: Path, names: list[str]) -> None:
+    """The fingerprints hash files in this order: it must be exactly ``sorted()``'s (which compares
+    paths part by part: "a/b" before "a-b/c", where their strings compare the other way)."""
+    paths = [tmp_path / n for n in names]
+    assert sorted_paths(paths) == sorted(paths)
+    assert sorted_paths(reversed(paths)) == sorted(paths)
+    assert [str(p) for p in sorted_paths(paths)] != sorted(str(p) for p in paths)  # not the strings' order
