@@ -52,7 +52,7 @@ from pipeline.readers.presets import presets_fingerprint
 from pipeline.readers.prompts import prompts_fingerprint
 from pipeline.report.glossary import REPORT_DEFINITIONS, judge_metric_definitions
 from pipeline.store.results import ResultStore, write_parquet_atomic
-from pipeline.util.fingerprint import pipeline_code_files, update_with_files
+from pipeline.util.fingerprint import parquet_files, pipeline_code_files, update_with_files
 
 MANIFEST_VERSION = 1
 ROW_STAGES = ("retrievals", "answers", "judgments")  # the stored rows the numbers are computed from
@@ -473,11 +473,7 @@ def inputs_fingerprint(bench: Benchmark[Any, Any, Any], store: ResultStore) -> s
     h = hashlib.sha256(json.dumps(resolved_config(bench), sort_keys=True, default=str).encode())
     h.update(f"|{_git('rev-parse', 'HEAD')}".encode())
     h.update(json.dumps(library_versions(server_venvs(bench)), sort_keys=True).encode())
-    files = pipeline_code_files()
-    if store.parquet_root.is_dir():
-        for sub in sorted(store.parquet_root.iterdir()):
-            if sub.is_dir() and sub.name not in UNHASHED_DIRS:
-                files += sorted(sub.rglob("*.parquet"))
+    files = pipeline_code_files() + parquet_files(store.parquet_root, UNHASHED_DIRS)
     named = [Path(cfg.source)] if cfg.source else []
     named += [ds.resolved_path(cfg.base_dir) for ds in cfg.datasets]
     h.update(json.dumps([str(p) for p in named if not p.is_file()]).encode())  # a missing file counts too

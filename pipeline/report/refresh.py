@@ -30,9 +30,9 @@ from pipeline.report.build import (
     write_pages,
 )
 from pipeline.report.glossary import judge_metric_definitions
-from pipeline.store.results import ResultStore, Snapshot, sorted_paths
+from pipeline.store.results import ResultStore, Snapshot
 from pipeline.util.coalesce import Coalescer
-from pipeline.util.fingerprint import pipeline_code_files, update_with_files
+from pipeline.util.fingerprint import pipeline_code_files, sorted_paths, update_with_files
 
 REPORT_INPUTS = ".report_inputs"  # under the results folder: fingerprint of what the report files show
 REPORT_WORK = "report"  # coalesced refreshes: .report.tickets / .report.lock / .report.coalesce

@@ -9,7 +9,7 @@ an input of each. A fourth copy of the loop would drift.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,28 @@ def pipeline_code_files() -> list[Path]:
 @functools.cache
 def _code_files() -> tuple[Path, ...]:
     return tuple(sorted(PIPELINE_ROOT.rglob("*.py")))
+
+
+def sorted_paths(paths: Iterable[Path]) -> list[Path]:
+    """``sorted(paths)``, in the same order: compared as tuples of their parts, which is what a
+    ``Path``'s ``<`` compares, without a Python method call per comparison (the fingerprints of a
+    2,000-question run's end sorted ~10k paths each, ~350k calls, ~0.3 s)."""
+    return sorted(paths, key=_path_parts)
+
+
+def _path_parts(path: Path) -> tuple[str, ...]:
+    return path.parts
+
+
+def parquet_files(root: Path, skip: Collection[str]) -> list[Path]:
+    """Every Parquet file under ``root``'s folders but those named in ``skip``: folders in name
+    order, each one's files (at any depth) in path order: the order the fingerprints hash them in."""
+    files: list[Path] = []
+    if root.is_dir():
+        for sub in sorted(root.iterdir()):
+            if sub.is_dir() and sub.name not in skip:
+                files += sorted_paths(sub.rglob("*.parquet"))
+    return files
 
 
 def update_with_files(h: Any, files: Iterable[Path], under: Path | None = None, named: Path | None = None) -> None:

@@ -18,9 +18,9 @@ from pipeline.store.results import (
     SNAPSHOT_THREADS,
     SNAPSHOT_VIEWS,
     ResultStore,
-    sorted_paths,
     write_parquet_atomic,
 )
+from pipeline.util.fingerprint import sorted_paths
 from tests.support.report import build_full_store
 
 VIEWS = ("accuracy_report", "accuracy_by_type", "paired_comparisons", "progress_summary")
