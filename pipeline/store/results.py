@@ -147,10 +147,13 @@ def read_parquet_file(path: Path, columns: list[str] | None = None) -> pa.Table:
 
     Why not ``pq.read_table``: for one file it goes through the dataset layer (filesystem and
     path resolution, discovery), twice the cost of reading the file itself on the small
-    per-question and checkpoint files a stage reads by the thousand (~0.5 vs ~1.1 ms).
+    per-question and checkpoint files a stage reads by the thousand (~0.5 vs ~1.1 ms). Why on
+    this thread and without pre-buffering: on files of a few rows Arrow's thread pool and its
+    coalesced reads cost more than the decoding (a 28-column, 3-row file: ~1.28 -> ~0.77 ms CPU;
+    996 LongMemEval_S checkpoints: 0.41 -> 0.27 s); the same table.
     """
-    with pq.ParquetFile(path) as f:
-        return f.read(columns=columns)
+    with pq.ParquetFile(path, pre_buffer=False) as f:
+        return f.read(columns=columns, use_threads=False)
 
 
 # The per-question stage tables' ``unit_hash`` column was named ``config_hash`` by earlier versions
