@@ -31,12 +31,23 @@ def _asked(chars: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return word, one
 
 
-_ASCII_WORD, _ASCII_ONE = _asked([chr(code) for code in range(128)])  # each ASCII code's class
+def _class_table(chars: list[str]) -> np.ndarray:
+    """Each of ``chars``' class as one byte: ``WORD_BIT`` when a word character, ``ONE_BIT`` when a
+    one-character token (asked of the patterns), so a text's classes take one table lookup, not two."""
+    word, one = _asked(chars)
+    return word.astype(np.uint8) * WORD_BIT | one.astype(np.uint8) * ONE_BIT
+
+
+WORD_BIT, ONE_SHIFT = 1, 1  # a character's class byte (``_class_table``): bit 0 word, bit 1 one-character token
+ONE_BIT = 1 << ONE_SHIFT
+_ASCII_CLASSES = _class_table([chr(code) for code in range(128)])  # each ASCII code's class
 VECTOR_MIN_CHARS = 160  # a text (or texts counted together) this long is counted by numpy; shorter: the regex
 KNOWN_MIN_CHARS = 4096  # shorter texts are counted again: a lookup would cost about as much
 _KNOWN_MAX = 64
 _known: OrderedDict[str, int] = OrderedDict()  # long texts whose count is known, most recent last
 _known_lock = threading.Lock()
+_SURROGATES = np.uint16(0xD800)  # UTF-16 units 0xD800-0xDFFF: halves of a pair, or a lone surrogate
+_SURROGATE_UNITS = 0x800
 
 
 def count_tokens(text: str | None) -> int:
@@ -49,16 +60,16 @@ def count_tokens(text: str | None) -> int:
         if known is not None:
             return known
     if len(text) >= VECTOR_MIN_CHARS:
-        return int(_token_starts(text).sum())
+        return int(np.count_nonzero(_token_starts(text)))
     return len(TOKEN_PATTERN.findall(text))
 
 
 @functools.cache
-def _bmp_classes() -> tuple[np.ndarray, np.ndarray]:
-    """(word character, one-character token) for each code point below 0x10000, asked of the
-    patterns: made at the first non-ASCII text counted (~40 ms), so a text of many distinct
-    characters (CJK) costs a table lookup per character, not a pattern call per distinct one."""
-    return _asked([chr(code) for code in range(0x10000)])
+def _bmp_classes() -> np.ndarray:
+    """The class byte of each code point below 0x10000, asked of the patterns: made at the first
+    non-ASCII text counted (~40 ms), so a text of many distinct characters (CJK) costs a table
+    lookup per character, not a pattern call per distinct one."""
+    return _class_table([chr(code) for code in range(0x10000)])
 
 
 def _classes(text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -67,20 +78,36 @@ def _classes(text: str) -> tuple[np.ndarray, np.ndarray]:
     Why per character: ``\\w+`` matches each maximal run of word characters and ``[^\\w\\s]`` each
     other non-space character, so the count follows from each character's class alone. Classes
     come from tables (ASCII, then the BMP); a code point beyond is asked of the patterns once per text.
+    Why UTF-16 first: a text of the BMP only (most non-ASCII chat text: quotes, dashes, accents,
+    CJK) is one 16-bit unit per character, half the bytes of UTF-32 and indexes the BMP table as
+    it is; a text with a unit of a surrogate pair (or a lone surrogate) is read as UTF-32.
     """
     if text.isascii():
-        codes = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-        return _ASCII_WORD[codes], _ASCII_ONE[codes]
+        classes = _ASCII_CLASSES[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
+    else:
+        classes = _non_ascii_classes(text)
+    return (classes & WORD_BIT).view(bool), (classes >> ONE_SHIFT).view(bool)  # new arrays, 0 or 1 each
+
+
+def _non_ascii_classes(text: str) -> np.ndarray:
+    """The class bytes of a non-ASCII text: from its UTF-16 units when it has no surrogate, else UTF-32."""
+    units = np.frombuffer(text.encode("utf-16-le", "surrogatepass"), dtype=np.uint16)
+    if np.any((units - _SURROGATES) < _SURROGATE_UNITS):  # uint16 wraps: true only inside the range
+        return _wide_classes(text)
+    classes: np.ndarray = _bmp_classes()[units]
+    return classes
+
+
+def _wide_classes(text: str) -> np.ndarray:
+    """The class bytes of a text with code points beyond the BMP (or lone surrogates): one UTF-32
+    unit per character, the BMP's from the table, each one beyond asked of the patterns once."""
     wide = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)  # one per character
-    word_table, one_table = _bmp_classes()
-    in_table = np.minimum(wide, 0xFFFF)
-    word, one = word_table[in_table], one_table[in_table]
+    classes = _bmp_classes()[np.minimum(wide, 0xFFFF)]
     beyond = wide > 0xFFFF
     if beyond.any():
         others, where = np.unique(wide[beyond], return_inverse=True)
-        word_beyond, one_beyond = _asked([chr(code) for code in others.tolist()])
-        word[beyond], one[beyond] = word_beyond[where], one_beyond[where]
-    return word, one
+        classes[beyond] = _class_table([chr(code) for code in others.tolist()])[where]
+    return classes
 
 
 def _token_starts(text: str) -> np.ndarray:
@@ -88,8 +115,7 @@ def _token_starts(text: str) -> np.ndarray:
     non-word one. Why: the regex builds a string per token; on a text of ``VECTOR_MIN_CHARS`` or more,
     classifying its characters at once is 1.5-4x faster, and the context budget counts ~8k tokens a question.
     """
-    word, starts = _classes(text)
-    starts = starts.copy()
+    word, starts = _classes(text)  # arrays of their own: ``starts`` is completed in place
     starts[1:] |= word[1:] > word[:-1]
     starts[0] |= word[0]
     return starts
@@ -105,10 +131,12 @@ def count_each(texts: Sequence[str]) -> list[int]:
     joined = "\n".join(texts)
     if len(joined) < VECTOR_MIN_CHARS:
         return [count_tokens(t) for t in texts]
-    before = np.concatenate(([0], np.cumsum(_token_starts(joined))))  # token starts before each position
+    # where tokens start (~1 character in 5), each text's count the starts between its ends: a
+    # search in them, not a running count of every character (~45M for LongMemEval_S's contexts)
+    starts = np.flatnonzero(_token_starts(joined))
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    begins = np.cumsum(lengths + 1) - lengths - 1
-    counts: list[int] = (before[begins + lengths] - before[begins]).tolist()
+    ends = np.cumsum(lengths + 1) - 1
+    counts: list[int] = (np.searchsorted(starts, ends) - np.searchsorted(starts, ends - lengths)).tolist()
     return counts
 
 

@@ -55,3 +55,17 @@ def test_each_text_counted_together_is_counted_as_alone() -> None:
     for chunk in (mixed, mixed[:3], mixed[3:9], [t for t in mixed if t.isascii()], texts):
         assert count_each(chunk) == [pinned_count(t) for t in chunk]
     assert count_each([]) == []
+
+
+# code points at the edges of UTF-16's surrogate range (0xD800-0xDFFF) and of the BMP: a text of the BMP
+# only is classified from its UTF-16 units, one with a surrogate (a pair's half, a lone one) from UTF-32
+EDGES = "\u0080\u00ff\u0100\ud7ff\ue000\ufb01\ufffe\uffff\u00b7\u2019"
+
+
+@pytest.mark.parametrize("extra", ["", "\U0001f600", "\ud800", "\udfff", "\U00010000\U0010ffff"])
+def test_texts_next_to_the_surrogate_range_count_as_pinned(extra: str) -> None:
+    rng = random.Random(len(extra))
+    texts = ["".join(rng.choice(EDGES + "ab _.,\x1c" + extra) for _ in range(n)) for n in range(150, 400, 7)]
+    texts += [EDGES * 20 + extra, extra + EDGES * 20, "a" * VECTOR_MIN_CHARS + extra + "\ud7ff"]
+    assert [count_tokens(t) for t in texts] == [pinned_count(t) for t in texts]
+    assert count_each(texts) == [pinned_count(t) for t in texts]
