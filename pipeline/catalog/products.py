@@ -20,9 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-import pyarrow.parquet as pq
 
-from pipeline.util.footer_memo import FooterMemo
+from pipeline.util.footer_memo import FooterMemo, read_footer
 
 # a memory's ingestion checkpoints under the Parquet folder (pipeline/memory: memory/<system>/<dataset>/<file>),
 # and the path's system and dataset; the product and agent-memory views read them both
@@ -134,7 +133,7 @@ def _kind_bounds(path: Path) -> tuple[tuple[str, str], ...] | None:
     """(min, max) of the ``kind`` column in each row group with rows, from the file's footer; None
     when the footer does not say (unreadable, no ``kind`` column, no statistics)."""
     try:
-        meta = pq.read_metadata(path)
+        meta = read_footer(path)
     except (OSError, ValueError):  # pyarrow's errors are both; DuckDB's scan then says what it says
         return None
     bounds: list[tuple[str, str]] = []

@@ -32,7 +32,7 @@ from pipeline.report.build import (
 from pipeline.report.glossary import judge_metric_definitions
 from pipeline.store.results import ResultStore, Snapshot
 from pipeline.util.coalesce import Coalescer
-from pipeline.util.fingerprint import pipeline_code_files, sorted_paths, update_with_files
+from pipeline.util.fingerprint import parquet_files, pipeline_code_files, update_with_files
 
 REPORT_INPUTS = ".report_inputs"  # under the results folder: fingerprint of what the report files show
 REPORT_WORK = "report"  # coalesced refreshes: .report.tickets / .report.lock / .report.coalesce
@@ -49,10 +49,7 @@ def report_fingerprint(store: ResultStore, parquet: Path | None = None) -> str:
     h = hashlib.sha256(json.dumps(judge_metric_definitions(), sort_keys=True).encode())
     update_with_files(h, pipeline_code_files())
     base = parquet or store.parquet_root
-    if base.is_dir():
-        for stage in sorted(base.iterdir()):
-            if stage.is_dir() and stage.name not in UNREAD_STAGES:
-                update_with_files(h, sorted_paths(stage.rglob("*.parquet")), base, store.parquet_root)
+    update_with_files(h, parquet_files(base, UNREAD_STAGES), base, store.parquet_root)
     update_with_files(h, sorted((store.root / "compare").glob("*.html")))
     return h.hexdigest()
 

@@ -18,9 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
-from pipeline.util.footer_memo import FooterMemo
+from pipeline.util.footer_memo import FooterMemo, read_footer
 
 
 def fingerprint(path: Path | str) -> str:
@@ -30,7 +28,7 @@ def fingerprint(path: Path | str) -> str:
     The metadata is part of it to be safe: two files that differ only there read the same in
     DuckDB, and merely keep ``union_by_name``.
     """
-    meta = pq.read_metadata(path)
+    meta = read_footer(path)
     schema = str(meta.schema).split("\n", 1)[1]  # line 1 is the Python object's address
     text = f"{schema}\n{sorted((meta.metadata or {}).items())}"
     return _DISTINCT.setdefault(text, text)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
 
+import pyarrow.parquet as pq
+
 T = TypeVar("T")
 FileStamp = tuple[int, int, int, int]  # (st_dev, st_ino, st_size, st_mtime_ns)
 
@@ -41,3 +43,19 @@ class FooterMemo(Generic[T]):
             self.on_clear()
         value = self.entries[key] = self.read(path)
         return value
+
+
+def read_footer(path: Path | str) -> pq.FileMetaData:
+    """A Parquet file's footer (schema, key-value metadata, row groups), what ``pq.read_metadata`` returns.
+
+    Why not ``pq.read_metadata``: it opens a ``pq.ParquetFile``, which also maps every column's
+    nested path to its index in Python (``_build_nested_paths``), a map neither memo's read uses;
+    a run's end reads ~10k footers (2,000 questions), ~0.08 vs ~0.05 ms CPU each. Errors are
+    pyarrow's own, as there (``OSError``, ``ValueError``).
+    """
+    reader = pq.ParquetReader()
+    reader.open(str(path))
+    try:
+        return reader.metadata
+    finally:
+        reader.close()
