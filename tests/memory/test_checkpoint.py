@@ -7,10 +7,13 @@ import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.memory.base import MemoryUnit
 from pipeline.memory.checkpoint import (
+    DICTIONARY_COLUMNS,
     MEMORY_UNIT_SCHEMA,
+    STATISTICS_COLUMNS,
     Checkpoint,
     CheckpointState,
     load,
@@ -53,3 +56,17 @@ def test_timestamps_are_the_columns_values_each_date_made_once() -> None:
     assert timestamps(pa.chunked_array([], kind)) == []
     with_null = pa.chunked_array([pa.array([day, None, day], kind)])
     assert timestamps(with_null) == [day, None, day]
+
+
+def test_a_checkpoint_file_has_dictionaries_and_statistics_only_where_they_serve(tmp_path: Path) -> None:
+    """Dictionaries for the repeating columns, bounds for ``kind`` only (pipeline/catalog/products.py
+    reads them); the table read back is the one written, schema included."""
+    path = tmp_path / "c.parquet"
+    save(path, Checkpoint(CheckpointState("bm25", "flat_bm25", "abc", "fp", 2, 2, 0.5), UNITS))
+    chunks = pq.ParquetFile(path).metadata.row_group(0)
+    columns = {chunks.column(i).path_in_schema.split(".")[0]: chunks.column(i) for i in range(chunks.num_columns)}
+    assert {n for n, c in columns.items() if c.has_dictionary_page} == set(DICTIONARY_COLUMNS)
+    assert {n for n, c in columns.items() if c.is_stats_set} == set(STATISTICS_COLUMNS) == {"kind"}
+    assert (columns["kind"].statistics.min, columns["kind"].statistics.max) == ("note", "turn")
+    table = pq.read_table(path)
+    assert table.schema.equals(MEMORY_UNIT_SCHEMA) and table.equals(units_to_table(UNITS))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -250,3 +251,21 @@ def test_index_roles_and_unit_hash(enc: Encoder, tmp_path: Path) -> None:
     assert {u["unit_id"] for u in rows["toy__q1/rag"]["units"]} == user_turns
     corpus = run.corpus(DATASET)  # the stages' corpus holds the indexed roles' turns only
     assert corpus.turn_roles == ("user",) and {t.turn_id for t in corpus.turns("s0")} == {"s0:0", "s0:2"}
+
+
+def test_the_systems_of_a_haystack_share_its_sessions(enc: Encoder, tmp_path: Path) -> None:
+    """Built once per haystack, not per system, and not filtered again when the corpus holds the
+    indexed roles only; a system indexing other roles still gets only its roles' turns."""
+    systems = [ComponentConfig(name="rag", kind="rag"), ComponentConfig(name="full", kind="full_context")]
+    cfg = toy_config(tmp_path, systems, roles=("user",))
+    store = ResultStore(results_dir=cfg.results_dir)
+    write_toy_dataset(store, QUESTIONS)
+    run = MemoryRun(store, resolve_config(cfg), MemoryDeps(enc))
+    rag, full = system_specs(resolve_config(cfg), DATASET)
+    sessions = run.sessions(rag, DATASET, HAYSTACK)
+    assert run.sessions(full, DATASET, HAYSTACK) is sessions
+    assert sessions == run.corpus(DATASET).haystack(HAYSTACK)
+    assert {t.role for hs in sessions for t in hs.turns} == {"user"}
+    other = run.sessions(replace(full, index_roles=("assistant",)), DATASET, HAYSTACK)
+    assert [hs.session for hs in other] == [hs.session for hs in sessions]
+    assert all(hs.turns == () for hs in other)
