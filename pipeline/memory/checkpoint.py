@@ -13,9 +13,11 @@ file-safe; a hash suffix keeps two ids that sanitize alike apart).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -25,8 +27,10 @@ import pyarrow as pa
 from pipeline.core.partitions import sanitize
 from pipeline.memory.base import MemoryUnit
 from pipeline.store.results import PARTITION_COMPRESSION, ResultStore, read_parquet_file, write_parquet_atomic
+from pipeline.util.filelock import file_lock, keyed_lock, keyed_locks_available
 
 MEMORY_STAGE_DIR = "memory"
+CHECKPOINT_LOCKS = ".checkpoints.lock"  # in each checkpoint folder: the locks of its checkpoints, one byte each
 _META_KEY = b"membench.memory_checkpoint"
 log = logging.getLogger(__name__)
 
@@ -92,6 +96,28 @@ def checkpoint_path(store: ResultStore, system: str, dataset: str, haystack_id: 
 DICTIONARY_COLUMNS = ("haystack_id", "session_key", "role", "kind")
 STATISTICS_COLUMNS = ("kind",)
 CHECKPOINT_WRITE_OPTIONS = {"use_dictionary": list(DICTIONARY_COLUMNS), "write_statistics": list(STATISTICS_COLUMNS)}
+
+
+@contextlib.contextmanager
+def checkpoint_lock(path: Path) -> Iterator[None]:
+    """Hold the lock of the checkpoint at ``path`` while a run brings it up to date (a concurrent
+    run waits, then resumes from it).
+
+    The lock is the checkpoint's byte of its folder's one lock file (``CHECKPOINT_LOCKS``), not a
+    lock file per checkpoint: one new file per (system, haystack) was most of what locking cost
+    (pipeline/util/filelock.py ``keyed_lock``). Where byte-range locks of that kind are missing
+    (not Linux) it is the per-checkpoint file as before. A per-checkpoint file an older membench
+    made is held as well, so a run of that version at the same time is still waited for.
+    """
+    own = path.with_name(f"{path.name}.lock")
+    if not keyed_locks_available():
+        with file_lock(own):
+            yield
+        return
+    with keyed_lock(path.with_name(CHECKPOINT_LOCKS), path.name), contextlib.ExitStack() as older:
+        if own.exists():
+            older.enter_context(file_lock(own))
+        yield
 
 
 def units_to_table(units: list[MemoryUnit]) -> pa.Table:

@@ -26,6 +26,7 @@ from pipeline.memory.base import MemoryDeps, MemorySystem, MemoryUnit
 from pipeline.memory.checkpoint import (
     Checkpoint,
     CheckpointState,
+    checkpoint_lock,
     checkpoint_path,
     haystack_fingerprint,
     load,
@@ -35,7 +36,6 @@ from pipeline.memory.systems import MemoryBenchmark, SystemSpec, checkpoint_ever
 from pipeline.run.stage import UnitResult, UnitSpec, WorkItem
 from pipeline.store.corpus import Corpus, HaystackSession
 from pipeline.store.results import ResultStore
-from pipeline.util.filelock import file_lock
 from pipeline.util.parallel import parallel_map
 
 Log = Callable[[str], None]
@@ -252,7 +252,7 @@ def _ingest_unit(run: MemoryRun, spec: SystemSpec, dataset: str, haystack_id: st
     try:
         sessions = run.sessions(spec, dataset, haystack_id)
         path = run.path(spec, dataset, haystack_id)
-        with file_lock(path.with_name(f"{path.name}.lock")):  # a concurrent run waits, then resumes from it
+        with checkpoint_lock(path):  # a concurrent run waits, then resumes from it
             return ingest_haystack(spec, lambda: spec.build(run.deps), haystack_id, sessions, path, run.log)
     except Exception as exc:  # e.g. missing haystack / build error: the unit fails
         msg = f"{type(exc).__name__}: {exc}"

@@ -8,20 +8,25 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from pipeline.memory.base import MemoryUnit
 from pipeline.memory.checkpoint import (
+    CHECKPOINT_LOCKS,
     DICTIONARY_COLUMNS,
     MEMORY_UNIT_SCHEMA,
     STATISTICS_COLUMNS,
     Checkpoint,
     CheckpointState,
+    checkpoint_lock,
     load,
     save,
     timestamps,
     units_from_table,
     units_to_table,
 )
+from pipeline.util.filelock import keyed_locks_available
+from tests.util.test_filelock import _other_process_sees, _other_process_sees_key
 
 UNITS = [
     MemoryUnit("u1", "h", "s1", 0, ("t1", "t2"), "I moved to Porto.", dt.datetime(2023, 5, 8, 13, 56), "user", "turn"),
@@ -70,3 +75,18 @@ def test_a_checkpoint_file_has_dictionaries_and_statistics_only_where_they_serve
     assert (columns["kind"].statistics.min, columns["kind"].statistics.max) == ("note", "turn")
     table = pq.read_table(path)
     assert table.schema.equals(MEMORY_UNIT_SCHEMA) and table.equals(units_to_table(UNITS))
+
+
+@pytest.mark.skipif(not keyed_locks_available(), reason="byte-range locks owned by the open file: Linux only")
+def test_a_checkpoint_lock_is_a_byte_of_its_folders_lock_file(tmp_path: Path) -> None:
+    """No file per checkpoint; an older membench's lock file beside the checkpoint is held too."""
+    path = tmp_path / "memory" / "bm25" / "d" / "h1.parquet"
+    with checkpoint_lock(path):
+        assert _other_process_sees_key(path.with_name(CHECKPOINT_LOCKS), "h1.parquet") == "busy"
+        assert _other_process_sees_key(path.with_name(CHECKPOINT_LOCKS), "h2.parquet") == "free"
+    assert sorted(p.name for p in path.parent.iterdir()) == [CHECKPOINT_LOCKS]
+    older = path.with_name("h1.parquet.lock")
+    older.touch()
+    with checkpoint_lock(path):
+        assert _other_process_sees(older) == "busy"
+    assert _other_process_sees(older) == "free"

@@ -14,7 +14,7 @@ from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfi
 from pipeline.core.records import QuestionRow
 from pipeline.kinds.resolve import resolve_config
 from pipeline.memory.base import Encoder, MemoryDeps, MemoryUnit
-from pipeline.memory.checkpoint import checkpoint_path, load
+from pipeline.memory.checkpoint import CHECKPOINT_LOCKS, checkpoint_path, load
 from pipeline.memory.ingest import IngestionError, MemoryRun, ingest_haystack, ingestion_results, units_for
 from pipeline.memory.rag import RagMemory
 from pipeline.memory.retrieve import retrieval_results
@@ -23,6 +23,7 @@ from pipeline.memory.systems import SystemSpec, checkpoint_every, system_specs
 from pipeline.run.stage import WorkItem
 from pipeline.store.corpus import HaystackSession
 from pipeline.store.results import ResultStore
+from pipeline.util.filelock import keyed_locks_available
 from tests.support.memory import DATASET, HAYSTACK, build_haystack, encoder, question, write_toy_dataset
 
 
@@ -207,6 +208,9 @@ def test_stages_share_one_ingestion_per_haystack(enc: Encoder, tmp_path: Path) -
     specs = {s.name: s for s in system_specs(resolve_config(cfg), DATASET)}
     ck = load(checkpoint_path(store, "rag-3", DATASET, HAYSTACK))
     assert ck is not None and ck.state.unit_hash == specs["rag-3"].unit_hash
+    if keyed_locks_available():  # the folder's one lock file, no lock file per checkpoint
+        path = checkpoint_path(store, "rag-3", DATASET, HAYSTACK)
+        assert sorted(p.name for p in path.parent.iterdir()) == sorted([CHECKPOINT_LOCKS, path.name])
 
     retrieved = run_stage(run, "retrievals", items)
     q1 = retrieved["toy__q1/rag-3"]
