@@ -26,7 +26,7 @@ from pipeline.memory.checkpoint import (
     units_to_table,
 )
 from pipeline.util.filelock import keyed_locks_available
-from tests.util.test_filelock import _other_process_sees, _other_process_sees_key
+from tests.support.locks import other_process_sees, other_process_sees_key
 
 UNITS = [
     MemoryUnit("u1", "h", "s1", 0, ("t1", "t2"), "I moved to Porto.", dt.datetime(2023, 5, 8, 13, 56), "user", "turn"),
@@ -82,11 +82,11 @@ def test_a_checkpoint_lock_is_a_byte_of_its_folders_lock_file(tmp_path: Path) ->
     """No file per checkpoint; an older membench's lock file beside the checkpoint is held too."""
     path = tmp_path / "memory" / "bm25" / "d" / "h1.parquet"
     with checkpoint_lock(path):
-        assert _other_process_sees_key(path.with_name(CHECKPOINT_LOCKS), "h1.parquet") == "busy"
-        assert _other_process_sees_key(path.with_name(CHECKPOINT_LOCKS), "h2.parquet") == "free"
+        assert other_process_sees_key(path.with_name(CHECKPOINT_LOCKS), "h1.parquet") == "busy"
+        assert other_process_sees_key(path.with_name(CHECKPOINT_LOCKS), "h2.parquet") == "free"
     assert sorted(p.name for p in path.parent.iterdir()) == [CHECKPOINT_LOCKS]
     older = path.with_name("h1.parquet.lock")
     older.touch()
     with checkpoint_lock(path):
-        assert _other_process_sees(older) == "busy"
-    assert _other_process_sees(older) == "free"
+        assert other_process_sees(older) == "busy"
+    assert other_process_sees(older) == "free"
