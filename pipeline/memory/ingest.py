@@ -26,6 +26,7 @@ from pipeline.memory.base import MemoryDeps, MemorySystem, MemoryUnit
 from pipeline.memory.checkpoint import (
     Checkpoint,
     CheckpointState,
+    checkpoint_lock,
     checkpoint_path,
     haystack_fingerprint,
     load,
@@ -35,7 +36,6 @@ from pipeline.memory.systems import MemoryBenchmark, SystemSpec, checkpoint_ever
 from pipeline.run.stage import UnitResult, UnitSpec, WorkItem
 from pipeline.store.corpus import Corpus, HaystackSession
 from pipeline.store.results import ResultStore
-from pipeline.util.filelock import file_lock
 from pipeline.util.parallel import parallel_map
 
 Log = Callable[[str], None]
@@ -188,6 +188,9 @@ class MemoryRun:
     log: Log = lambda _m: None
     workers: int = 1  # haystacks ingested in parallel (LLM systems); 1 = sequential
     _corpora: dict[str, Corpus] | None = None
+    # the last haystack's sessions, ((dataset, haystack_id), sessions): every system of a group reads
+    # the same sessions, built once (one tuple, so a thread reads a matching pair or rebuilds)
+    _last_haystack: tuple[tuple[str, str], list[HaystackSession]] | None = None
 
     def corpus(self, dataset: str) -> Corpus:
         if self._corpora is None:
@@ -201,7 +204,26 @@ class MemoryRun:
         return {s.name: s for s in system_specs(self.bench, dataset)}
 
     def sessions(self, spec: SystemSpec, dataset: str, haystack_id: str) -> list[HaystackSession]:
-        return filter_roles(self.corpus(dataset).haystack(haystack_id), spec.index_roles)
+        """The haystack's sessions with the turns of ``spec.index_roles`` only.
+
+        Why the check before ``filter_roles``: the corpus holds the dataset's ``index_roles`` turns
+        only, the roles every system indexes, so filtering again rebuilt each session unchanged.
+        """
+        corpus = self.corpus(dataset)
+        sessions = self.haystack(dataset, haystack_id)
+        kept = corpus.turn_roles
+        if spec.index_roles is not None and kept is not None and set(kept) <= set(spec.index_roles):
+            return sessions
+        return filter_roles(sessions, spec.index_roles)
+
+    def haystack(self, dataset: str, haystack_id: str) -> list[HaystackSession]:
+        """The haystack's sessions, built once for all the systems that ingest it in a row."""
+        last = self._last_haystack
+        if last is not None and last[0] == (dataset, haystack_id):
+            return last[1]
+        sessions = self.corpus(dataset).haystack(haystack_id)
+        self._last_haystack = ((dataset, haystack_id), sessions)
+        return sessions
 
     def path(self, spec: SystemSpec, dataset: str, haystack_id: str) -> Path:
         return checkpoint_path(self.store, spec.name, dataset, haystack_id)
@@ -230,7 +252,7 @@ def _ingest_unit(run: MemoryRun, spec: SystemSpec, dataset: str, haystack_id: st
     try:
         sessions = run.sessions(spec, dataset, haystack_id)
         path = run.path(spec, dataset, haystack_id)
-        with file_lock(path.with_name(f"{path.name}.lock")):  # a concurrent run waits, then resumes from it
+        with checkpoint_lock(path):  # a concurrent run waits, then resumes from it
             return ingest_haystack(spec, lambda: spec.build(run.deps), haystack_id, sessions, path, run.log)
     except Exception as exc:  # e.g. missing haystack / build error: the unit fails
         msg = f"{type(exc).__name__}: {exc}"
@@ -266,7 +288,7 @@ def ingestion_results(run: MemoryRun, items: list[WorkItem]) -> Iterator[tuple[s
     """
     groups = haystack_groups(run, items)
     for (dataset, haystack_id), _ in groups.items():  # load lazily-cached corpus data before threads start
-        run.corpus(dataset).haystack(haystack_id)
+        run.corpus(dataset).check_haystack(haystack_id)
     if run.workers <= 1:
         for (dataset, haystack_id), group in groups.items():
             yield from _group_rows(group, _ingest_group(run, dataset, haystack_id, group))

@@ -19,10 +19,11 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -121,20 +122,24 @@ SNAPSHOT_THREADS = 1
 BUFFERED_WRITE_BYTES = 8 << 20
 
 
-def write_parquet_atomic(path: Path, table: pa.Table, compression: str = "zstd") -> None:
+def write_parquet_atomic(
+    path: Path, table: pa.Table, compression: str = "zstd", options: Mapping[str, Any] | None = None
+) -> None:
     """Write ``table`` to ``path`` via a temp file in the same folder and an atomic rename.
 
-    The bytes are those ``pq.write_table`` writes to a file, whichever way they reach it.
+    The bytes are those ``pq.write_table`` writes to a file, whichever way they reach it;
+    ``options``: more of its writer settings (a caller's own, e.g. the memory checkpoints').
     """
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    settings = dict(options or {})
     try:
         if table.nbytes <= BUFFERED_WRITE_BYTES:
             sink = pa.BufferOutputStream()
-            pq.write_table(table, sink, compression=compression)
+            pq.write_table(table, sink, compression=compression, **settings)
             write_new_file(tmp, sink.getvalue())
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(table, tmp, compression=compression)
+            pq.write_table(table, tmp, compression=compression, **settings)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

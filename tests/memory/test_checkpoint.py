@@ -7,18 +7,26 @@ import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 
 from pipeline.memory.base import MemoryUnit
 from pipeline.memory.checkpoint import (
+    CHECKPOINT_LOCKS,
+    DICTIONARY_COLUMNS,
     MEMORY_UNIT_SCHEMA,
+    STATISTICS_COLUMNS,
     Checkpoint,
     CheckpointState,
+    checkpoint_lock,
     load,
     save,
     timestamps,
     units_from_table,
     units_to_table,
 )
+from pipeline.util.filelock import keyed_locks_available
+from tests.support.locks import other_process_sees, other_process_sees_key
 
 UNITS = [
     MemoryUnit("u1", "h", "s1", 0, ("t1", "t2"), "I moved to Porto.", dt.datetime(2023, 5, 8, 13, 56), "user", "turn"),
@@ -53,3 +61,32 @@ def test_timestamps_are_the_columns_values_each_date_made_once() -> None:
     assert timestamps(pa.chunked_array([], kind)) == []
     with_null = pa.chunked_array([pa.array([day, None, day], kind)])
     assert timestamps(with_null) == [day, None, day]
+
+
+def test_a_checkpoint_file_has_dictionaries_and_statistics_only_where_they_serve(tmp_path: Path) -> None:
+    """Dictionaries for the repeating columns, bounds for ``kind`` only (pipeline/catalog/products.py
+    reads them); the table read back is the one written, schema included."""
+    path = tmp_path / "c.parquet"
+    save(path, Checkpoint(CheckpointState("bm25", "flat_bm25", "abc", "fp", 2, 2, 0.5), UNITS))
+    chunks = pq.ParquetFile(path).metadata.row_group(0)
+    columns = {chunks.column(i).path_in_schema.split(".")[0]: chunks.column(i) for i in range(chunks.num_columns)}
+    assert {n for n, c in columns.items() if c.has_dictionary_page} == set(DICTIONARY_COLUMNS)
+    assert {n for n, c in columns.items() if c.is_stats_set} == set(STATISTICS_COLUMNS) == {"kind"}
+    assert (columns["kind"].statistics.min, columns["kind"].statistics.max) == ("note", "turn")
+    table = pq.read_table(path)
+    assert table.schema.equals(MEMORY_UNIT_SCHEMA) and table.equals(units_to_table(UNITS))
+
+
+@pytest.mark.skipif(not keyed_locks_available(), reason="byte-range locks owned by the open file: Linux only")
+def test_a_checkpoint_lock_is_a_byte_of_its_folders_lock_file(tmp_path: Path) -> None:
+    """No file per checkpoint; an older membench's lock file beside the checkpoint is held too."""
+    path = tmp_path / "memory" / "bm25" / "d" / "h1.parquet"
+    with checkpoint_lock(path):
+        assert other_process_sees_key(path.with_name(CHECKPOINT_LOCKS), "h1.parquet") == "busy"
+        assert other_process_sees_key(path.with_name(CHECKPOINT_LOCKS), "h2.parquet") == "free"
+    assert sorted(p.name for p in path.parent.iterdir()) == [CHECKPOINT_LOCKS]
+    older = path.with_name("h1.parquet.lock")
+    older.touch()
+    with checkpoint_lock(path):
+        assert other_process_sees(older) == "busy"
+    assert other_process_sees(older) == "free"

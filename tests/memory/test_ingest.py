@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from pipeline.config.model import BenchmarkConfig, ComponentConfig, DatasetConfi
 from pipeline.core.records import QuestionRow
 from pipeline.kinds.resolve import resolve_config
 from pipeline.memory.base import Encoder, MemoryDeps, MemoryUnit
-from pipeline.memory.checkpoint import checkpoint_path, load
+from pipeline.memory.checkpoint import CHECKPOINT_LOCKS, checkpoint_path, load
 from pipeline.memory.ingest import IngestionError, MemoryRun, ingest_haystack, ingestion_results, units_for
 from pipeline.memory.rag import RagMemory
 from pipeline.memory.retrieve import retrieval_results
@@ -22,6 +23,7 @@ from pipeline.memory.systems import SystemSpec, checkpoint_every, system_specs
 from pipeline.run.stage import WorkItem
 from pipeline.store.corpus import HaystackSession
 from pipeline.store.results import ResultStore
+from pipeline.util.filelock import keyed_locks_available
 from tests.support.memory import DATASET, HAYSTACK, build_haystack, encoder, question, write_toy_dataset
 
 
@@ -206,6 +208,9 @@ def test_stages_share_one_ingestion_per_haystack(enc: Encoder, tmp_path: Path) -
     specs = {s.name: s for s in system_specs(resolve_config(cfg), DATASET)}
     ck = load(checkpoint_path(store, "rag-3", DATASET, HAYSTACK))
     assert ck is not None and ck.state.unit_hash == specs["rag-3"].unit_hash
+    if keyed_locks_available():  # the folder's one lock file, no lock file per checkpoint
+        path = checkpoint_path(store, "rag-3", DATASET, HAYSTACK)
+        assert sorted(p.name for p in path.parent.iterdir()) == sorted([CHECKPOINT_LOCKS, path.name])
 
     retrieved = run_stage(run, "retrievals", items)
     q1 = retrieved["toy__q1/rag-3"]
@@ -250,3 +255,21 @@ def test_index_roles_and_unit_hash(enc: Encoder, tmp_path: Path) -> None:
     assert {u["unit_id"] for u in rows["toy__q1/rag"]["units"]} == user_turns
     corpus = run.corpus(DATASET)  # the stages' corpus holds the indexed roles' turns only
     assert corpus.turn_roles == ("user",) and {t.turn_id for t in corpus.turns("s0")} == {"s0:0", "s0:2"}
+
+
+def test_the_systems_of_a_haystack_share_its_sessions(enc: Encoder, tmp_path: Path) -> None:
+    """Built once per haystack, not per system, and not filtered again when the corpus holds the
+    indexed roles only; a system indexing other roles still gets only its roles' turns."""
+    systems = [ComponentConfig(name="rag", kind="rag"), ComponentConfig(name="full", kind="full_context")]
+    cfg = toy_config(tmp_path, systems, roles=("user",))
+    store = ResultStore(results_dir=cfg.results_dir)
+    write_toy_dataset(store, QUESTIONS)
+    run = MemoryRun(store, resolve_config(cfg), MemoryDeps(enc))
+    rag, full = system_specs(resolve_config(cfg), DATASET)
+    sessions = run.sessions(rag, DATASET, HAYSTACK)
+    assert run.sessions(full, DATASET, HAYSTACK) is sessions
+    assert sessions == run.corpus(DATASET).haystack(HAYSTACK)
+    assert {t.role for hs in sessions for t in hs.turns} == {"user"}
+    other = run.sessions(replace(full, index_roles=("assistant",)), DATASET, HAYSTACK)
+    assert [hs.session for hs in other] == [hs.session for hs in sessions]
+    assert all(hs.turns == () for hs in other)

@@ -74,3 +74,15 @@ def test_a_corpus_of_some_roles_holds_the_same_sessions_with_only_their_turns(tm
         expected = [replace(hs, turns=tuple(t for t in hs.turns if t.role == "user")) for hs in sessions]
         assert users.haystack(haystack_id) == expected
     assert any(t.role == "assistant" for hs in everything.haystack(haystack_id) for t in hs.turns)
+
+
+def test_check_haystack_loads_the_corpus_and_raises_for_an_unknown_id(tmp_path: Path) -> None:
+    """What a stage calls before its threads start: the tables ``haystack`` reads, without its sessions."""
+    store = ResultStore(results_dir=str(tmp_path / "results"))
+    convert_dataset(SAMPLE, store, lambda _m: None)
+    corpus = Corpus.load(store, "lme")
+    haystack_id = corpus.question(corpus.keys()[0]).haystack_id
+    corpus.check_haystack(haystack_id)
+    assert {"haystacks", "sessions", "turns"} <= set(corpus._tables)
+    with pytest.raises(KeyError, match="no-such-haystack"):
+        corpus.check_haystack("no-such-haystack")
