@@ -209,8 +209,8 @@ class TurnColumns:
     """The turns of one session field by field: item ``i`` of each tuple belongs to turn ``i``.
 
     Why columns and not a ``TurnRow`` per turn: LongMemEval_S has 245,625 turns; building a frozen
-    row per turn and taking each apart again field by field for Arrow was ~0.6 s of its ~3 s
-    conversion (docs/design/speed.md, pass 8), where the columns go to Arrow as they are.
+    row per turn and taking each apart again field by field for Arrow cost its ~3 s conversion
+    ~0.4 s more than columns, which go to Arrow as they are (docs/design/speed.md, pass 8).
     Field names are ``TURN_COLUMNS``, the turns table's column names.
     """
 

@@ -231,8 +231,8 @@ def test_longmemeval_turns_go_to_parquet_without_a_turn_row_each(
     store: ResultStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """LongMemEval's loader hands the converter each session's turns as columns (pipeline/core/records.py
-    TurnColumns): no TurnRow is built for them (~0.6 s of LongMemEval_S's conversion went to building and
-    taking apart 245,625 rows)."""
+    TurnColumns): no TurnRow is built for them (building and taking apart 245,625 rows cost LongMemEval_S's
+    conversion ~0.4 s)."""
     built: list[TurnRow] = []
     init = TurnRow.__init__
 
