@@ -18,6 +18,8 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from dataclasses import field as dfield
+from functools import cached_property
+from itertools import compress
 from typing import Any, get_args, get_type_hints
 
 import pyarrow as pa
@@ -198,10 +200,54 @@ class LoadFailure:
     message: str = dfield(metadata=col())
 
 
+# the TurnRow fields a session's turns hold one value each of (the others follow from the session)
+TURN_COLUMNS = ("speaker", "role", "text", "has_answer", "source_id", "caption")
+
+
+@dataclass(frozen=True)
+class TurnColumns:
+    """The turns of one session field by field: item ``i`` of each tuple belongs to turn ``i``.
+
+    Why columns and not a ``TurnRow`` per turn: LongMemEval_S has 245,625 turns; building a frozen
+    row per turn and taking each apart again field by field for Arrow cost its ~3 s conversion
+    ~0.4 s more than columns, which go to Arrow as they are (docs/design/speed.md, pass 8).
+    Field names are ``TURN_COLUMNS``, the turns table's column names.
+    """
+
+    speaker: tuple[str, ...]
+    role: tuple[str, ...]
+    text: tuple[str, ...]
+    has_answer: tuple[bool, ...]
+    source_id: tuple[str | None, ...]
+    caption: tuple[str | None, ...]
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+
 @dataclass(frozen=True)
 class SessionWithTurns:
+    """A session and its turns, held as columns; ``turns`` builds the rows on first use.
+
+    Why both: the canonical converter writes the columns (``turn_columns``) and never needs a row,
+    while memory products, evidence and LoCoMo's dialogue ids read turns as ``TurnRow``s.
+    ``turn_id`` = ``<session_key>:<position>``, ``position`` = the index in the columns.
+    """
+
     session: SessionRow
-    turns: tuple[TurnRow, ...]
+    turn_columns: TurnColumns
+
+    @cached_property
+    def turns(self) -> tuple[TurnRow, ...]:
+        """The turns as rows, in position order (built once, on first use)."""
+        s, c = self.session, self.turn_columns
+        key = s.session_key
+        values = zip(c.speaker, c.role, c.text, c.has_answer, c.source_id, c.caption, strict=True)
+        return tuple(TurnRow(s.dataset, key, f"{key}:{i}", i, *v) for i, v in enumerate(values))
+
+    def answer_positions(self) -> tuple[int, ...]:
+        """Positions of the turns marked ``has_answer``, in order."""
+        return tuple(compress(range(len(self.turn_columns)), self.turn_columns.has_answer))
 
 
 @dataclass(frozen=True)

@@ -47,11 +47,13 @@ import pyarrow.parquet as pq
 from pipeline.config.model import PROJECT_ROOT, DatasetConfig
 from pipeline.core.records import (
     CANONICAL_SCHEMAS,
+    TURN_COLUMNS,
     EvidenceRow,
     LoadFailure,
     ParsedRecord,
     QualityIssue,
     QuestionRow,
+    SessionWithTurns,
 )
 from pipeline.datasets.base import LOADER_VERSION, DatasetFileError, KeyConflictFailure
 from pipeline.datasets.loaders import LOADERS, SOURCE_FILES, source_files
@@ -115,33 +117,60 @@ def table_from_rows(rows: Iterable[Any], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-class _Sink:
-    """Rows streamed to one Parquet file in row groups of ``batch_rows`` (or ``batch_chars``)."""
+def table_from_sessions(sessions: Iterable[SessionWithTurns], schema: pa.Schema) -> pa.Table:
+    """The turns table of ``sessions``, from their turn columns (the same table as ``table_from_rows``
+    of their ``turns``, without a ``TurnRow`` per turn)."""
+    values: dict[str, list[Any]] = {name: [] for name in schema.names}
+    for s in sessions:
+        columns, n = s.turn_columns, s.session.n_turns
+        key = s.session.session_key
+        values["dataset"] += [s.session.dataset] * n
+        values["session_key"] += [key] * n
+        values["turn_id"] += [f"{key}:{i}" for i in range(n)]
+        values["position"] += range(n)
+        for name in TURN_COLUMNS:
+            values[name] += getattr(columns, name)
+    arrays = [pa.array(values[f.name], type=f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
-    def __init__(self, path: Path, schema: pa.Schema, batch_rows: int, batch_chars: int) -> None:
+
+class _Sink:
+    """Items streamed to one Parquet file in row groups of ``batch_rows`` rows (or ``batch_chars``
+    characters of text); ``build`` makes a row group's table of the items buffered for it."""
+
+    def __init__(
+        self,
+        path: Path,
+        schema: pa.Schema,
+        batch_rows: int,
+        batch_chars: int,
+        build: Callable[[list[Any], pa.Schema], pa.Table] = table_from_rows,
+    ) -> None:
         self.schema = schema
         self.batch_rows = batch_rows
         self.batch_chars = batch_chars
-        self.text = "text" in schema.names
+        self.build = build
         self.writer = pq.ParquetWriter(path, schema, compression="zstd")
         self.buffer: list[Any] = []
+        self.rows = 0
         self.chars = 0
         self.count = 0
 
-    def add(self, rows: Iterable[Any]) -> None:
-        n = len(self.buffer)
-        self.buffer.extend(rows)
-        if self.text:
-            self.chars += sum(len(r.text) for r in self.buffer[n:])
-        if len(self.buffer) >= self.batch_rows or self.chars >= self.batch_chars:
+    def add(self, item: Any, rows: int = 1, chars: int = 0) -> None:
+        """Buffer ``item`` (``rows`` rows holding ``chars`` characters of text); flush a full row group."""
+        self.buffer.append(item)
+        self.rows += rows
+        self.chars += chars
+        if self.rows >= self.batch_rows or self.chars >= self.batch_chars:
             self.flush()
 
     def flush(self) -> None:
-        if self.buffer:
-            self.writer.write_table(table_from_rows(self.buffer, self.schema))
-            self.count += len(self.buffer)
-            self.buffer = []
-            self.chars = 0
+        if self.rows:
+            self.writer.write_table(self.build(self.buffer, self.schema))
+            self.count += self.rows
+        self.buffer = []
+        self.rows = 0
+        self.chars = 0
 
     def close(self) -> int:
         """Flush and finish the file (a file without rows still carries the schema)."""
@@ -167,8 +196,10 @@ class _CanonicalWriter:
         self.dataset = dataset
         self.sinks = {
             name: _Sink(out / f"{name}.parquet", CANONICAL_SCHEMAS[name], batch_rows, batch_chars)
-            for name in ("sessions", "turns", "haystacks")
+            for name in ("sessions", "haystacks")
         }
+        turns = _Sink(out / "turns.parquet", CANONICAL_SCHEMAS["turns"], batch_rows, batch_chars, table_from_sessions)
+        self.sinks["turns"] = turns
         self.marks: dict[str, int] = {}  # session_key -> hash of its has_answer positions
         self.haystacks: set[str] = set()
         self.conflicts: Counter[str] = Counter()
@@ -178,17 +209,17 @@ class _CanonicalWriter:
         """Store one record; True when it is a question (or a keyed failure) for the limit."""
         for s in rec.sessions:
             key = s.session.session_key
-            mark = hash(tuple(t.position for t in s.turns if t.has_answer))
+            mark = hash(s.answer_positions())
             prior = self.marks.get(key)
             if prior is None:
                 self.marks[key] = mark
-                self.sinks["sessions"].add((s.session,))
-                self.sinks["turns"].add(s.turns)
+                self.sinks["sessions"].add(s.session)
+                self.sinks["turns"].add(s, s.session.n_turns, sum(map(len, s.turn_columns.text)))
             elif prior != mark:
                 self.conflicts[key] += 1
         for h in rec.haystack:
             if h.haystack_id not in self.haystacks:
-                self.sinks["haystacks"].add((h,))
+                self.sinks["haystacks"].add(h)
         self.haystacks.update(h.haystack_id for h in rec.haystack)
         self.c.issues.extend(rec.issues)
         self.c.evidence.extend(rec.evidence)

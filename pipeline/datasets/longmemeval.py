@@ -33,6 +33,7 @@ from pipeline.core.records import (
     ParsedRecord,
     QuestionRow,
     SessionWithTurns,
+    TurnColumns,
 )
 from pipeline.datasets.base import RecordContext, RecordError, unknown_id
 from pipeline.datasets.dates import parse_longmemeval_datetime
@@ -46,7 +47,7 @@ from pipeline.datasets.fields import (
     same_length,
     string_list,
 )
-from pipeline.datasets.sessions import TurnSpec, build_session
+from pipeline.datasets.sessions import session_of_columns
 from pipeline.datasets.sources import iter_json_array
 
 ROLES = frozenset({"user", "assistant"})
@@ -133,7 +134,8 @@ def _haystack(ctx: RecordContext, obj: Mapping[str, Any], qid: str) -> tuple[lis
     for i, (sid, date_raw, raw) in enumerate(zip(ids, dates, raw_sessions, strict=True)):
         turns, missing = _turns(ctx, raw, f"haystack_sessions[{i}]")
         missing_has_answer += missing
-        session = build_session(ctx.dataset, sid, date_raw, _date(ctx, date_raw, f"haystack_dates[{i}]"), None, turns)
+        when = _date(ctx, date_raw, f"haystack_dates[{i}]")
+        session = session_of_columns(ctx.dataset, sid, date_raw, when, None, turns)
         skey = session.session.session_key
         if sid in seen:
             duplicate = seen[sid] == skey
@@ -151,14 +153,17 @@ def _haystack(ctx: RecordContext, obj: Mapping[str, Any], qid: str) -> tuple[lis
     return sessions, rows
 
 
-def _turns(ctx: RecordContext, raw: Any, path: str) -> tuple[list[TurnSpec], int]:
-    """Turn specs of one session and how many lacked ``has_answer``.
+def _turns(ctx: RecordContext, raw: Any, path: str) -> tuple[TurnColumns, int]:
+    """Turns of one session as columns, and how many lacked ``has_answer``.
 
     The common well-formed turn takes an inline fast path (~245k turns in S); anything unusual
-    goes through ``_checked_turn``, which raises the precise ``RecordError``.
+    goes through ``_checked_turn``, which raises the precise ``RecordError``. Columns, not a
+    ``TurnSpec`` per turn: the converter writes them as they are (pipeline/core/records.py).
     """
     check_type(raw, list, path)
-    turns: list[TurnSpec] = []
+    roles: list[str] = []
+    texts: list[str] = []
+    flags: list[bool] = []
     missing = 0
     role: Any  # str, str, bool | None once checked: by ``ok`` on the fast path, else by _checked_turn
     text: Any
@@ -175,8 +180,12 @@ def _turns(ctx: RecordContext, raw: Any, path: str) -> tuple[list[TurnSpec], int
             missing += 1
         if not text.strip():
             ctx.issue("empty_turn", f"{path}[{j}].content", text, "kept as empty text (positions preserved)")
-        turns.append(TurnSpec(role, role, text, bool(has_answer)))
-    return turns, missing
+        roles.append(role)
+        texts.append(text)
+        flags.append(has_answer is True)
+    nones = (None,) * len(texts)
+    role_column = tuple(roles)  # LongMemEval's speaker is its role
+    return TurnColumns(role_column, role_column, tuple(texts), tuple(flags), nones, nones), missing
 
 
 def _checked_turn(item: Any, path: str) -> tuple[str, str, bool | None]:
@@ -210,12 +219,13 @@ def _evidence(
         rows[(LEVEL_SESSION, h.session_key)] = EvidenceRow(
             ctx.dataset, qid, key, LEVEL_SESSION, h.session_key, h.source_session_id
         )
-        marked = [t for t in s.turns if t.has_answer]
+        marked = s.answer_positions()
         if not marked:
             ctx.issue(
                 "answer_session_no_has_answer", "answer_session_ids", h.source_session_id, "session-level evidence only"
             )
-        for t in marked:
-            source = f"{h.source_session_id}:{t.position}"
-            rows[(LEVEL_TURN, t.turn_id)] = EvidenceRow(ctx.dataset, qid, key, LEVEL_TURN, t.turn_id, source)
+        for position in marked:
+            turn_id = f"{h.session_key}:{position}"
+            source = f"{h.source_session_id}:{position}"
+            rows[(LEVEL_TURN, turn_id)] = EvidenceRow(ctx.dataset, qid, key, LEVEL_TURN, turn_id, source)
     return tuple(rows.values())

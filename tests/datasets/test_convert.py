@@ -11,11 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.config.model import DatasetConfig
-from pipeline.core.records import CANONICAL_SCHEMAS
+from pipeline.core.records import CANONICAL_SCHEMAS, TurnRow
 from pipeline.core.schemas import CANONICAL_PANDERA
 from pipeline.datasets import DatasetFileError, convert_dataset
 from pipeline.datasets.convert import MANIFEST, STAGING_DIR, TABLES
 from pipeline.datasets.samples import LOCOMO_FILE, LONGMEMEVAL_S_FILE, MC10_FILE, SAMPLE_DIR
+from pipeline.datasets.sessions import TurnSpec
 from pipeline.store.corpus import Corpus
 from pipeline.store.results import ResultStore
 
@@ -194,3 +195,66 @@ def test_conversion_runs_without_cyclic_collections_and_restores_them(
     with pytest.raises(DatasetFileError, match="truncated"):
         convert_dataset(dataset("lme2", "longmemeval", src), store, lambda m: None)
     assert seen == [False] * 8 and gc.isenabled()
+
+
+@pytest.mark.parametrize(
+    ("loader", "name"),
+    [("locomo", LOCOMO_FILE), ("locomo_mc10", MC10_FILE), ("longmemeval", LONGMEMEVAL_S_FILE)],
+)
+def test_turns_table_is_the_table_of_the_first_sessions_turn_rows(store: ResultStore, loader: str, name: str) -> None:
+    """The turns written from the sessions' columns are the rows ``table_from_rows`` made of their TurnRows,
+    cut into row groups where those rows were cut: after the session that fills ``batch_rows`` (here 7)."""
+    from pipeline.datasets.convert import table_from_rows
+    from pipeline.datasets.loaders import LOADERS
+
+    src = SAMPLE_DIR / name
+    convert_dataset(dataset("d", loader, src), store, lambda _m: None, batch_rows=7)
+    first: dict[str, tuple[TurnRow, ...]] = {}
+    for rec in LOADERS.get(loader)(src, "d"):
+        for s in rec.sessions:
+            first.setdefault(s.session.session_key, s.turns)
+    rows = [t for turns in first.values() for t in turns]
+    path = store.canonical_path("d", "turns")
+    assert pq.read_table(path).equals(table_from_rows(rows, CANONICAL_SCHEMAS["turns"]))
+    groups, filled = [], 0
+    for turns in first.values():
+        filled += len(turns)
+        if filled >= 7:
+            groups.append(filled)
+            filled = 0
+    groups += [filled] if filled else []
+    meta = pq.ParquetFile(path).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == groups
+
+
+def test_longmemeval_turns_go_to_parquet_without_a_turn_row_each(
+    store: ResultStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LongMemEval's loader hands the converter each session's turns as columns (pipeline/core/records.py
+    TurnColumns): no TurnRow is built for them (building and taking apart 245,625 rows cost LongMemEval_S's
+    conversion ~0.4 s)."""
+    built: list[TurnRow] = []
+    init = TurnRow.__init__
+
+    def counted(self: TurnRow, *args: object, **kwargs: object) -> None:
+        built.append(self)
+        init(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(TurnRow, "__init__", counted)
+    stats = convert_dataset(dataset("lme", "longmemeval", SAMPLE_DIR / LONGMEMEVAL_S_FILE), store, lambda _m: None)
+    assert stats.rows["turns"] == 70 and built == []
+
+
+def test_a_session_without_turns_adds_no_row_group(tmp_path: Path) -> None:
+    """Only rows flush: a session of no turns, buffered last, leaves the turns file without an empty row group."""
+    from pipeline.datasets.convert import _Sink, table_from_sessions
+    from pipeline.datasets.sessions import build_session
+
+    sink = _Sink(tmp_path / "turns.parquet", CANONICAL_SCHEMAS["turns"], 2, 1 << 20, table_from_sessions)
+    full = build_session("d", "a", None, None, None, [TurnSpec("u", "user", "hi", False)] * 2)
+    sink.add(full, full.session.n_turns, 4)
+    empty = build_session("d", "b", None, None, None, [])
+    sink.add(empty, 0, 0)
+    assert sink.close() == 2
+    meta = pq.ParquetFile(tmp_path / "turns.parquet").metadata
+    assert (meta.num_row_groups, meta.num_rows) == (1, 2)

@@ -6,6 +6,7 @@ import datetime as dt
 
 import pytest
 
+from pipeline.core.records import TurnColumns, TurnRow
 from pipeline.datasets.base import DatasetFileError, RecordContext, RecordError, describe
 from pipeline.datasets.categories import LOCOMO_CATEGORY_MAPPING, LOCOMO_CATEGORY_NAMES, locomo_type_name
 from pipeline.datasets.dates import (
@@ -17,7 +18,7 @@ from pipeline.datasets.dates import (
 )
 from pipeline.datasets.fields import answer_text, check_type, optional, required, string_list
 from pipeline.datasets.locomo_evidence import split_evidence
-from pipeline.datasets.sessions import TurnSpec, build_session, haystack_key, session_key
+from pipeline.datasets.sessions import TurnSpec, build_session, haystack_key, session_key, session_of_columns
 
 
 @pytest.mark.parametrize(
@@ -95,6 +96,31 @@ def test_session_key_is_content_hash() -> None:
     assert [t.turn_id for t in built.turns] == [f"{key}:0", f"{key}:1"]
     assert built.session.n_turns == 2
     assert haystack_key([key, key]) != haystack_key([key])
+
+
+def test_a_session_holds_its_turns_as_columns_and_builds_rows_from_them() -> None:
+    """build_session (TurnSpecs) and session_of_columns (LongMemEval's columns) make the same session;
+    its TurnRows, built on first use, are the rows a TurnRow per turn gave."""
+    turns = [
+        TurnSpec("Ann", "user", "hi", False, "D1:1"),
+        TurnSpec("Bob", "assistant", "", True, "D1:2", "a cat"),
+    ]
+    built = build_session("ds", "s1", "d", None, None, turns)
+    columns = TurnColumns(
+        ("Ann", "Bob"), ("user", "assistant"), ("hi", ""), (False, True), ("D1:1", "D1:2"), (None, "a cat")
+    )
+    assert built.turn_columns == columns and len(columns) == 2
+    assert session_of_columns("ds", "s1", "d", None, None, columns) == built
+    key = session_key("d", turns)
+    assert built.session.session_key == key and built.session.n_turns == 2
+    assert built.turns == (
+        TurnRow("ds", key, f"{key}:0", 0, "Ann", "user", "hi", False, "D1:1", None),
+        TurnRow("ds", key, f"{key}:1", 1, "Bob", "assistant", "", True, "D1:2", "a cat"),
+    )
+    assert built.turns is built.turns  # built once
+    assert built.answer_positions() == (1,)
+    empty = build_session("ds", "s2", "d", None, None, [])
+    assert (empty.turns, empty.answer_positions(), empty.session.n_turns) == ((), (), 0)
 
 
 def _ctx() -> RecordContext:
