@@ -126,9 +126,7 @@ def _inserted_ids(conn: sa.Connection, insert: sa.Insert, rows: list[dict[str, A
     last = conn.exec_driver_sql("SELECT last_insert_rowid()").scalar_one()
     first = last - len(rows) + 1
     table = SqlEventLogStorageTable
-    stored = conn.execute(
-        sa.select(table.c.id, table.c.run_id).where(table.c.id >= first).order_by(table.c.id)
-    ).all()
+    stored = conn.execute(sa.select(table.c.id, table.c.run_id).where(table.c.id >= first).order_by(table.c.id)).all()
     if [i for i, _ in stored] != list(range(first, last + 1)) or any(r != rows[0]["run_id"] for _, r in stored):
         raise _IdsNotConsecutiveError(f"index rows {first}..{last}: {len(stored)} found")
     return list(range(first, last + 1))
