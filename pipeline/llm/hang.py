@@ -70,7 +70,9 @@ def watched(request: Callable[[], T], check: Callable[[], str | None], first_s: 
     returned as soon as it comes, even while a probe is still waiting; a probe's problem counts
     only while the request has no result. An exception of ``request`` is raised here.
     """
-    events: queue.Queue[_Event[T]] = queue.Queue()
+    # A SimpleQueue: its get with a timeout waits in C, where a Queue's runs a Python Condition
+    # (a lock made per wait, notify walking its waiters) on both sides of every request's hand-off.
+    events: queue.SimpleQueue[_Event[T]] = queue.SimpleQueue()
     start = time.monotonic()
     _spawn(lambda: _Event(request=_Outcome.of(request)), events)
     next_probe: float | None = start + first_s  # None while a probe runs
@@ -158,7 +160,7 @@ class _Workers:
 _WORKERS = _Workers()  # the threads of every watched request and probe of this process
 
 
-def _spawn(work: Callable[[], _Event[T]], events: queue.Queue[_Event[T]]) -> None:
+def _spawn(work: Callable[[], _Event[T]], events: queue.SimpleQueue[_Event[T]]) -> None:
     def run() -> None:
         try:
             events.put(work())

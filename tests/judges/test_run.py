@@ -6,15 +6,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
 from pipeline.config.model import ComponentConfig
 from pipeline.core.status import STATUS_FAILED, STATUS_OK
-from pipeline.judges.run import JudgmentRun, judgment_units
+from pipeline.judges.run import JUDGED_ANSWER_COLUMNS, JudgmentRun, judgment_units
 from pipeline.kinds.resolve import resolve_config
 from pipeline.llm.client import OpenAIChatClient
 from pipeline.llm.fake_server import FakeOpenAIServer, Fault
 from pipeline.readers.run import answer_units
 from pipeline.run.stage import UnitResult, WorkItem
-from pipeline.store.results import ResultStore
+from pipeline.store.results import ResultStore, write_parquet_atomic
 from tests.support.answers import config, unit_row, write_canonical, write_results, write_stage
 from tests.support.judges import MC_CHOICES, question
 
@@ -171,3 +175,41 @@ def test_config_judges_select_units(tmp_path: Path) -> None:
         "rag/offline/f1",
         "full/offline/f1",
     ]
+
+
+def test_judging_reads_only_the_judged_columns_and_legacy_files_judge_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Why: the judgments stage read all ~28 columns of each answers file where judging uses 8. A file
+    an earlier version wrote (``config_hash`` for ``unit_hash``, no ``record_hash``, ``predicted_index``
+    or ``invalid``) must give the same judgments as the same answer written now."""
+    cfg = config(tmp_path, "locomo")
+    store = ResultStore(results_dir=cfg.results_dir)
+    write_canonical(
+        store, [question(dataset="d", question_id=f"q{i}", type_raw="4", answer="a lake") for i in range(2)]
+    )
+    h = {u.spec.unit: u.spec.unit_hash for u in answer_units(resolve_config(cfg), "d")}
+    for key, qid in (("d__q0", "q0"), ("d__q1", "q1")):
+        rows = [_answer(u, h[u], key, qid, "She saw a lake", record_hash="r") for u in h]
+        write_stage(store, "answers", key, rows)
+    old = pq.read_table(store.partition_path("answers", "d__q1"))
+    old = old.drop_columns(["record_hash", "predicted_index", "invalid"])
+    old = old.rename_columns(["config_hash" if n == "unit_hash" else n for n in old.column_names])
+    write_parquet_atomic(store.partition_path("answers", "d__q1"), old)
+
+    read: list[list[str]] = []
+    original = ResultStore.read_partition
+
+    def spy(self: ResultStore, stage: str, key: str, columns: list[str] | None = None) -> pa.Table | None:
+        table = original(self, stage, key, columns)
+        read.append([] if table is None else table.column_names)
+        return table
+
+    monkeypatch.setattr(ResultStore, "read_partition", spy)
+    run = JudgmentRun(store, resolve_config(cfg), None)
+    items = [WorkItem(k, "d", k.split("__")[1], tuple(run.units_for("d")), "r") for k in ("d__q0", "d__q1")]
+    out = dict(run.compute(items))
+    assert read[0] == JUDGED_ANSWER_COLUMNS  # in the order asked, nothing else
+    assert read[1] == [c for c in JUDGED_ANSWER_COLUMNS if c not in ("record_hash", "predicted_index", "invalid")]
+    new, legacy = (sorted((r.unit, r.status, r.error, r.payload) for r in out[k]) for k in ("d__q0", "d__q1"))
+    assert new == legacy and len(new) == 6 and all(r[1] == STATUS_OK for r in new)
