@@ -17,6 +17,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from pipeline.util.files import open_in_folder
+
 
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
@@ -68,12 +70,7 @@ def keyed_lock(path: Path, key: str) -> Iterator[None]:
     if _OFD_SET_WAIT is None or _OFD_SET is None or not keyed_locks_available():
         raise OSError("byte-range locks owned by the open file are not available here")
     offset = key_offset(key)
-    try:
-        handle = open(path, "a+b")  # noqa: SIM115 (closed below; the retry needs the open apart)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a+b")  # noqa: SIM115
-    with handle:
+    with open_in_folder(path, "a+b") as handle:
         fcntl.fcntl(handle, _OFD_SET_WAIT, _range(fcntl.F_WRLCK, offset))
         try:
             yield

@@ -244,6 +244,14 @@ def _event_rows(storage: SqliteEventLogStorage, shard: str) -> list[tuple[object
         return [tuple(r) for r in conn.exec_driver_sql("SELECT * FROM event_logs ORDER BY id").fetchall()]
 
 
+def _assert_stored_as_stock(batched: SqliteEventLogStorage, stock: SqliteEventLogStorage) -> None:
+    """Both shards' event rows (ids included) and the asset records equal the stock storage's."""
+    for shard in ("r1", "index"):
+        assert _event_rows(batched, shard) == _event_rows(stock, shard)
+    for key in ASSETS:
+        assert batched.get_asset_records([key]) == stock.get_asset_records([key])
+
+
 def test_a_batch_is_one_insert_per_shard_with_the_rows_of_one_insert_per_event(tmp_path: Path) -> None:
     """The batch's event rows go in through one compiled executemany per shard (not a statement built per event,
     nor an INSERT ... RETURNING run row by row on the index shard), and both shards hold exactly the
@@ -272,10 +280,7 @@ def test_a_batch_is_one_insert_per_shard_with_the_rows_of_one_insert_per_event(t
         # RETURNING that SQLite runs row by row (was: a second statement, INSERT ... RETURNING id)
         assert len({statement for statement, _ in executed}) == 1, executed
         assert not any("RETURNING" in statement.upper() for statement, _ in executed)
-        for shard in ("r1", "index"):
-            assert _event_rows(batched, shard) == _event_rows(stock, shard)
-        for key in ASSETS:
-            assert batched.get_asset_records([key]) == stock.get_asset_records([key])
+        _assert_stored_as_stock(batched, stock)
     finally:
         stock.dispose()
         batched.dispose()
@@ -308,10 +313,7 @@ def test_ids_not_in_one_range_fall_back_to_returning(tmp_path: Path, monkeypatch
     batched.store_event_batch(later)
     try:
         assert calls == [30]
-        for shard in ("r1", "index"):
-            assert _event_rows(batched, shard) == _event_rows(stock, shard)
-        for key in ASSETS:
-            assert batched.get_asset_records([key]) == stock.get_asset_records([key])
+        _assert_stored_as_stock(batched, stock)
     finally:
         stock.dispose()
         batched.dispose()
