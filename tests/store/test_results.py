@@ -110,3 +110,38 @@ def test_progress_view_marks_missing_stages(tmp_path: Path) -> None:
     got = store.query("SELECT stage, status, count(*) AS n FROM progress GROUP BY ALL ORDER BY ALL").to_pylist()
     assert {"stage": "canonical", "status": "done", "n": 2} in got
     assert {"stage": "answers", "status": "missing", "n": 2} in got
+
+
+@pytest.mark.parametrize(
+    ("asked", "expected"),
+    [
+        (None, ["a", "b", "c"]),  # the whole file
+        (["c", "a"], ["c", "a"]),  # the caller's order
+        (["c", "missing", "a"], ["c", "a"]),  # a column the file lacks stays absent
+        (["missing"], []),
+    ],
+)
+def test_read_partition_reads_the_asked_columns_the_file_has(
+    tmp_path: Path, asked: list[str] | None, expected: list[str]
+) -> None:
+    """One question's file read for the columns a stage uses: those the file holds, in the asked order."""
+    store = ResultStore(results_dir=str(tmp_path / "res"))
+    write_parquet_atomic(store.partition_path("answers", "d__q1"), pa.table({"a": [1], "b": ["x"], "c": [2.5]}))
+    table = store.read_partition("answers", "d__q1", columns=asked)
+    assert table is not None and table.column_names == expected
+    assert store.read_partition("answers", "d__q2", columns=asked) is None
+
+
+def test_read_parquet_file_chooses_from_the_files_own_names(tmp_path: Path) -> None:
+    """``choose`` sees the file's column names and picks from them; the schema's metadata is kept."""
+    path = tmp_path / "t.parquet"
+    table = pa.table({"a": [1], "b": [2]}).replace_schema_metadata({b"k": b"v"})
+    pq.write_table(table, path)
+    seen: list[list[str]] = []
+
+    def choose(names: list[str]) -> list[str]:
+        seen.append(names)
+        return names[1:]
+
+    got = results.read_parquet_file(path, choose=choose)
+    assert seen == [["a", "b"]] and got.column_names == ["b"] and got.schema.metadata == {b"k": b"v"}
