@@ -50,7 +50,6 @@ from pipeline.metrics.retrieval import (
 )
 from pipeline.report.sql import query_rows, view_names
 from pipeline.store.results import ResultStore
-from pipeline.util.heap import fewer_collections
 
 TABLE = "retrieval_metrics"
 S = TypeVar("S")
@@ -340,24 +339,10 @@ def metric_rows(
 def build_dataset_table(
     con: duckdb.DuckDBPyConnection, dataset: str, protocol: str, ks: Sequence[int] = K_VALUES
 ) -> pa.Table:
-    """All metric rows of one dataset at cut-offs ``ks`` (empty table when it has no retrievals yet).
-
-    Why with fewer young collections: the table is made of a UnitRef, a tuple of turn ids and
-    rankings per retrieved unit (~150k units on LongMemEval_S), all freed by reference counting;
-    at CPython's default the collector ran ~450 young and ~40 middle collections over them,
-    finding nothing (pipeline/util/heap.py ``fewer_collections``).
-    """
+    """All metric rows of one dataset at cut-offs ``ks`` (empty table when it has no retrievals yet)."""
     schema = metrics_schema(ks)
     if "retrievals" not in view_names(con):
         return schema.empty_table()
-    with fewer_collections():
-        return _dataset_table(con, dataset, protocol, ks, schema)
-
-
-def _dataset_table(
-    con: duckdb.DuckDBPyConnection, dataset: str, protocol: str, ks: Sequence[int], schema: pa.Schema
-) -> pa.Table:
-    """``build_dataset_table``'s rows, the retrievals view being there."""
     questions = load_questions(con, dataset) if "questions" in view_names(con) else {}
     gold = load_gold(con, dataset, protocol)
     has_raw = protocol == PROTOCOL_EVIDENCE and any(q.evidence_raw is not None for q in questions.values())

@@ -127,36 +127,3 @@ def test_metric_table_equals_the_row_path(tmp_path: Path, dataset: str, rows: in
     assert table.num_rows == rows
     assert table.equals(reference)
     assert table.to_pylist() == reference.to_pylist()
-
-
-@pytest.mark.parametrize("fails", [False, True])
-def test_metric_table_is_built_with_fewer_young_collections(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: bool
-) -> None:
-    """The rows are made under pipeline.util.heap.fewer_collections (the young threshold the stages
-    use); the caller's thresholds are back afterwards, also when the build raises."""
-    import gc
-
-    import pipeline.report.retrieval_table as table_module
-    from pipeline.util.heap import YOUNG_COLLECTION_EVERY
-
-    seen: list[int] = []
-    real = table_module.metric_rows
-
-    def watched(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-        seen.append(gc.get_threshold()[0])
-        if fails:
-            raise RuntimeError("boom")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(table_module, "metric_rows", watched)
-    store = build_store(tmp_path / "results")
-    before = gc.get_threshold()
-    with store.connect(report_views=False) as con:
-        if fails:
-            with pytest.raises(RuntimeError, match="boom"):
-                build_dataset_table(con, "lme", gold_protocol(LOADERS["lme"]))
-        else:
-            assert build_dataset_table(con, "lme", gold_protocol(LOADERS["lme"])).num_rows == 32
-    assert seen and set(seen) == {YOUNG_COLLECTION_EVERY}
-    assert gc.get_threshold() == before
