@@ -69,7 +69,7 @@ class Corpus:
         self,
         dataset: str,
         tables: dict[str, pa.Table],
-        read: Callable[[str], pa.Table] | None = None,
+        read: Callable[[str, pc.Expression | None], pa.Table] | None = None,
         turn_roles: tuple[str, ...] | None = None,
     ) -> None:
         self.dataset = dataset
@@ -91,20 +91,22 @@ class Corpus:
             if not store.canonical_parts(dataset, name):
                 raise missing(name)
 
-        def read(name: str) -> pa.Table:
-            table = store.read_canonical(dataset, name)
+        def read(name: str, where: pc.Expression | None) -> pa.Table:
+            table = store.read_canonical(dataset, name, where)
             if table is None:  # removed since the corpus was opened
                 raise missing(name)
             return table
 
         return cls(dataset, {}, read, turn_roles)
 
-    def _table(self, name: str) -> pa.Table:
+    def _table(self, name: str, where: pc.Expression | None = None) -> pa.Table:
+        """The table ``name``; read from the store with ``where`` only its matching rows, as
+        ``_turns`` asks (a table given to the corpus is kept whole, and filtered by its caller)."""
         table = self._tables.get(name)
         if table is None:
             if self._read is None:
                 raise KeyError(name)
-            table = self._tables[name] = self._read(name)
+            table = self._tables[name] = self._read(name, where)
         return table
 
     @cached_property
@@ -118,9 +120,11 @@ class Corpus:
     @cached_property
     def _turns(self) -> dict[str, tuple[TurnRow, ...]]:
         by_session: dict[str, list[TurnRow]] = defaultdict(list)
-        table = self._table("turns")
-        if self.turn_roles is not None:
-            table = table.filter(pc.field("role").isin(list(self.turn_roles)))
+        where = None if self.turn_roles is None else pc.field("role").isin(list(self.turn_roles))
+        given = "turns" in self._tables
+        table = self._table("turns", where)
+        if where is not None and given:  # a table given whole; one read from the store holds the kept roles only
+            table = table.filter(where)
         for t in rows_of(table, TurnRow):
             by_session[t.session_key].append(t)
         return {k: tuple(sorted(v, key=lambda t: t.position)) for k, v in by_session.items()}

@@ -7,6 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.config.model import DatasetConfig
@@ -14,7 +16,7 @@ from pipeline.core.records import TURNS_SCHEMA, TurnRow, rows_to_table
 from pipeline.datasets.convert import convert_dataset
 from pipeline.datasets.samples import LONGMEMEVAL_S_FILE, SAMPLE_DIR
 from pipeline.store.corpus import Corpus, rows_of
-from pipeline.store.results import ResultStore
+from pipeline.store.results import ResultStore, read_matching_rows
 
 TURNS = [
     TurnRow("d", "s1", "s1:0", 0, "user", "user", "I moved to Porto.", True, "a", None),
@@ -42,9 +44,9 @@ def test_corpus_reads_a_table_when_first_used(tmp_path: Path) -> None:
     original = corpus._read
     assert original is not None
 
-    def counting(name: str) -> pa.Table:
+    def counting(name: str, where: pc.Expression | None) -> pa.Table:
         read.append(name)
-        return original(name)
+        return original(name, where)
 
     corpus._read = counting
     key = corpus.keys()[0]
@@ -86,3 +88,39 @@ def test_check_haystack_loads_the_corpus_and_raises_for_an_unknown_id(tmp_path: 
     assert {"haystacks", "sessions", "turns"} <= set(corpus._tables)
     with pytest.raises(KeyError, match="no-such-haystack"):
         corpus.check_haystack("no-such-haystack")
+
+
+@pytest.mark.parametrize(
+    ("roles", "row_group_size"),
+    [
+        (("user",), 2),  # several row groups, some without a user turn
+        (("assistant",), 3),
+        (("user", "assistant"), 1000),  # one row group, every row kept
+        (("nobody",), 2),  # no row kept
+    ],
+)
+def test_matching_rows_are_the_filtered_table(tmp_path: Path, roles: tuple[str, ...], row_group_size: int) -> None:
+    """``read_matching_rows`` (a row group at a time) holds what the whole file read and filtered holds,
+    schema metadata included; an empty file gives its empty table."""
+    roles_of = ["user", "assistant", "assistant", "assistant", "user", "assistant", "user"]
+    rows = [replace(TURNS[0], turn_id=f"s1:{i}", position=i, role=r) for i, r in enumerate(roles_of)]
+    table = rows_to_table(rows, TURNS_SCHEMA).replace_schema_metadata({b"k": b"v"})
+    path = tmp_path / "turns.parquet"
+    where = pc.field("role").isin(list(roles))
+    for written in (table, table.slice(0, 0)):
+        pq.write_table(written, path, row_group_size=row_group_size)
+        expected = pq.read_table(path).filter(where)
+        got = read_matching_rows(path, where)
+        assert got.equals(expected) and got.schema.equals(expected.schema, check_metadata=True)
+
+
+def test_a_corpus_reads_only_the_turns_of_its_roles(tmp_path: Path) -> None:
+    """Read from the store, the cached turns table holds the kept roles only (no whole copy kept);
+    a table given to the corpus is filtered as before."""
+    store = ResultStore(results_dir=str(tmp_path / "results"))
+    convert_dataset(SAMPLE, store, lambda _m: None)
+    users = Corpus.load(store, "lme", turn_roles=("user",))
+    users.turns("any")  # loads the turns
+    assert set(users._tables["turns"].column("role").to_pylist()) == {"user"}
+    given = Corpus("lme", {"turns": rows_to_table(TURNS, TURNS_SCHEMA)}, turn_roles=("user",))
+    assert given.turns("s1") == (TURNS[0],)
