@@ -158,33 +158,10 @@ def read_parquet_file(path: Path, columns: list[str] | None = None) -> pa.Table:
     per-question and checkpoint files a stage reads by the thousand (~0.5 vs ~1.1 ms). Why on
     this thread and without pre-buffering: on files of a few rows Arrow's thread pool and its
     coalesced reads cost more than the decoding (a 28-column, 3-row file: ~1.28 -> ~0.77 ms CPU;
-    996 LongMemEval_S checkpoints: 0.41 -> 0.27 s); the same table. Why a ``pq.ParquetReader``,
-    not the ``pq.ParquetFile`` around it: that one also resolves a filesystem for the path and maps
-    every column's nested path in Python, ~0.06-0.14 ms of a ~0.5 ms read of a per-question file.
+    996 LongMemEval_S checkpoints: 0.41 -> 0.27 s); the same table.
     """
-    with _parquet_reader(path) as reader:
-        return _read_columns(reader, columns)
-
-
-@contextlib.contextmanager
-def _parquet_reader(path: Path) -> Iterator[pq.ParquetReader]:
-    """The file opened as ``pq.ParquetFile(path, pre_buffer=False)`` opens it (same errors), closed after."""
-    reader = pq.ParquetReader()
-    reader.open(str(path), pre_buffer=False)
-    try:
-        yield reader
-    finally:
-        reader.close()
-
-
-def _read_columns(reader: pq.ParquetReader, columns: list[str] | None) -> pa.Table:
-    """The file's table, or its top-level ``columns`` in that order (each with all its leaves, as
-    ``pq.ParquetFile.read`` selects them; a name the file lacks selects nothing)."""
-    if columns is None:
-        return reader.read_all(use_threads=False)
-    tops = [path[0] for path in reader.column_paths]
-    leaves = [i for name in columns for i, top in enumerate(tops) if top == name]
-    return reader.read_all(column_indices=leaves, use_threads=False)
+    with pq.ParquetFile(path, pre_buffer=False) as f:
+        return f.read(columns=columns, use_threads=False)
 
 
 # The per-question stage tables' ``unit_hash`` column was named ``config_hash`` by earlier versions
@@ -353,8 +330,8 @@ class ResultStore:
             return None
         if columns is None:
             return with_unit_hash(read_parquet_file(path))
-        with _parquet_reader(path) as reader:
-            return with_unit_hash(_read_columns(reader, _present(columns, reader.schema_arrow.names)))
+        with pq.ParquetFile(path, pre_buffer=False) as f:
+            return with_unit_hash(f.read(columns=_present(columns, f.schema_arrow.names), use_threads=False))
 
     def canonical_parts(self, dataset: str, table: str) -> list[Path]:
         """The files of a canonical table of one dataset (``<table>.parquet`` or its ``<table>-NNNNN`` parts)."""
