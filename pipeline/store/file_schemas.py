@@ -34,7 +34,8 @@ def fingerprint(path: Path | str) -> bytes:
     columns from the schema alone (2.0.1 holds no reader of ``ARROW:schema``).
     """
     footer = footer_bytes(path)
-    for known in reversed(_DISTINCT):  # the newest first: a folder's files follow each other
+    # the newest first (a folder's files follow each other); a copy, as another thread may add one
+    for known in reversed(tuple(_DISTINCT)):
         if footer.startswith(known):
             return known
     text = schema_prefix(footer)
