@@ -15,6 +15,7 @@ when the definitions load (pipeline/datasets/keys.py), so:
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import warnings
@@ -28,7 +29,7 @@ from assets.question_assets import build_stage_assets, question_partitions
 from assets.reports import build_reports
 from assets.run_claim import live_run_of, refusal_of
 from assets.run_gate import RANGE_END_TAG, RANGE_START_TAG
-from pipeline.config.entry_errors import exit_on_config_error, in_whole_config_job_execute
+from pipeline.config.entry_errors import exit_on_config_error, in_dagster_run_command, in_whole_config_job_execute
 from pipeline.config.model import BenchmarkConfig, load_config
 from pipeline.datasets.keys import config_keys
 from pipeline.kinds.resolve import check_config
@@ -148,6 +149,27 @@ def defs() -> dg.Definitions:
     runs nothing: no config is read and no process-wide setting changes until a Dagster entry
     point asks for the definitions.
     """
+    if in_dagster_run_command():
+        return _run_command_defs()
+    return _loaded_defs()
+
+
+@functools.cache
+def _run_command_defs() -> dg.Definitions:
+    """The definitions of a ``dagster job execute`` (or sibling) process, built at its first load only.
+
+    Why once: Dagster calls ``defs`` each time it reconstructs the repository, five times before the
+    first step of a ``dagster job execute`` run (the job's origin, its load data, the argument
+    checks, the run's plan), and each call built everything again: the config read and checked,
+    the partition keys, assets, jobs and resources, and ``_exit_if_held``'s instance, ~0.07 s of
+    CPU a call (docs/design/speed.md, pass 9). Such a process runs one command of one config, whose
+    run is created from these definitions after the first load's check; the later loads get the
+    same object. Code servers and tests build on every call, as before (a failed build is not kept).
+    """
+    return _loaded_defs()
+
+
+def _loaded_defs() -> dg.Definitions:
     limit_arenas()  # every step runs in this process (in-process executor): see pipeline/util/heap.py
     loaded = exit_on_config_error(build_defs)  # one line, not a traceback, under `dagster job execute`
     _exit_if_held()
