@@ -44,9 +44,11 @@ in ``_abs``), and questions without gold units at the level scored.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from operator import attrgetter
 from typing import Protocol, TypeVar
 
@@ -121,6 +123,22 @@ def metric_columns(ks: Sequence[int] = K_VALUES) -> tuple[str, ...]:
     return (*(metric_column(m, k) for m in RANKED_METRICS for k in ks), EVIDENCE_RECALL_CONTEXT)
 
 
+@functools.cache
+def _k_columns(ks: tuple[int, ...]) -> tuple[tuple[int, str, str, str, str], ...]:
+    """Per k of ``ks``: k and its four ranked metrics' column names (``score_ranking`` fills them
+    for every (question, system, level): ~80k names a LongMemEval_S report, made once here)."""
+    return tuple(
+        (
+            k,
+            metric_column(RECALL_ANY, k),
+            metric_column(RECALL_ALL, k),
+            metric_column(NDCG_ANY, k),
+            metric_column(EVIDENCE_RECALL, k),
+        )
+        for k in ks
+    )
+
+
 METRIC_COLUMNS: tuple[str, ...] = metric_columns(K_VALUES)
 METRIC_COLUMN_RE = r"^(recall_any|recall_all|ndcg_any|evidence_recall)_at_(\d+)$"
 
@@ -190,6 +208,12 @@ def dcg(relevances: Sequence[float]) -> float:
     return float(relevances[0]) + sum(float(r) / math.log2(p + 1) for p, r in enumerate(relevances) if p >= 1 and r)
 
 
+@functools.cache
+def _ideal_dcg(hits: int) -> float:
+    """``dcg([1.0] * hits)``: the ideal DCG depends on the hit count alone (a report asks ~10^4 times)."""
+    return dcg([1.0] * hits)
+
+
 def recall_any_at_k(ranking: Sequence[str] | Ranked, gold: Collection[str], k: int) -> float:
     _check(gold, k)
     top = set(_top(ranking, k))
@@ -210,13 +234,20 @@ def ndcg_any_at_k(ranking: Sequence[str] | Ranked, gold: Collection[str], k: int
     """
     _check(gold, k)
     gold_set = set(gold)
+    return _ndcg(*_ndcg_cut(ranking, gold_set, k), gold_set)
+
+
+def _ndcg_cut(ranking: Sequence[str] | Ranked, gold_set: Collection[str], k: int) -> tuple[Sequence[str], int]:
+    """The top cut ndcg scores and its ideal hit count: min(relevant entries of the corpus, cut)."""
     if isinstance(ranking, Ranked):
-        cut, n_relevant = ranking.cut(k), ranking.n_relevant
-        top: Sequence[str] = ranking.ids[:cut]
-    else:
-        cut, n_relevant, top = k, len(gold_set), ranking[:k]
+        cut = ranking.cut(k)
+        return ranking.ids[:cut], min(ranking.n_relevant, cut)
+    return ranking[:k], min(len(gold_set), k)
+
+
+def _ndcg(top: Sequence[str], ideal_hits: int, gold_set: Collection[str]) -> float:
     actual = dcg([1.0 if unit in gold_set else 0.0 for unit in top])
-    ideal = dcg([1.0] * min(n_relevant, cut))
+    ideal = _ideal_dcg(ideal_hits)
     return actual / ideal if ideal else 0.0
 
 
@@ -252,54 +283,106 @@ def _dedup(ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def session_ranking(units: Sequence[UnitRef]) -> list[str]:
+@dataclass(frozen=True)
+class RankedUnits:
+    """Units sorted by rank, as columns: what every level's ranking reads of them.
+
+    Why: a report ranks ~4k (question, system, level) pairs twice (all units, the context), each of
+    which sorted its ``UnitRef``s and walked them again; sorted once into these columns, a level's
+    ranking is a dedup of one column, the context a prefix, and the report can fill them straight
+    from Arrow (pipeline/report/retrieval_table.py) without a Python object per unit.
+    ``session_keys``: one per unit; ``turn_ids``: every unit's turn ids, unit after unit;
+    ``offsets``: unit i's turn ids are ``turn_ids[offsets[i]:offsets[i + 1]]`` (``offsets[0] == 0``).
+    """
+
+    session_keys: list[str]
+    turn_ids: list[str]
+    offsets: list[int]
+
+    @classmethod
+    def of(cls, units: Sequence[UnitRef]) -> RankedUnits:
+        ranked = sorted(units, key=_BY_RANK)
+        return cls(
+            [u.session_key for u in ranked],
+            [t for u in ranked for t in u.turn_ids],
+            [0, *accumulate(len(u.turn_ids) for u in ranked)],
+        )
+
+    def __len__(self) -> int:
+        return len(self.session_keys)
+
+    def head(self, n: int) -> RankedUnits:
+        """The first ``n`` units (the reader's context, see ``context_size``)."""
+        n = min(n, len(self))
+        return RankedUnits(self.session_keys[:n], self.turn_ids[: self.offsets[n]], self.offsets[: n + 1])
+
+    @functools.cached_property
+    def one_turn_each(self) -> bool:
+        """Every unit holds exactly one turn (offsets 0, 1, 2, ...)."""
+        return self.offsets == list(range(len(self.offsets)))
+
+    @functools.cached_property
+    def turns_with_sessions(self) -> list[tuple[str, str]]:
+        """(turn id, its unit's session key) in rank order, a turn's first appearance only."""
+        if self.one_turn_each:
+            sessions: Iterable[str] = self.session_keys
+        else:
+            spans = zip(self.session_keys, self.offsets, self.offsets[1:], strict=False)
+            sessions = [key for key, a, b in spans for _ in range(b - a)]
+        seen: dict[str, str] = {}
+        for t, session in zip(self.turn_ids, sessions, strict=True):
+            seen.setdefault(t, session)
+        return list(seen.items())
+
+
+Units = Sequence[UnitRef] | RankedUnits
+
+
+def ranked_units(units: Units) -> RankedUnits:
+    """``units`` sorted by rank as ``RankedUnits`` (as they are when they already are)."""
+    return units if isinstance(units, RankedUnits) else RankedUnits.of(units)
+
+
+def session_ranking(units: Units) -> list[str]:
     """Session keys in the order they first appear among the units sorted by rank."""
-    return _dedup(u.session_key for u in sorted(units, key=_BY_RANK))
+    return _dedup(ranked_units(units).session_keys)
 
 
-def turn_ranking(units: Sequence[UnitRef]) -> list[str]:
+def turn_ranking(units: Units) -> list[str]:
     """Turn ids of the units sorted by rank, each unit expanded in its own turn order; dedup."""
-    return _dedup(t for u in sorted(units, key=_BY_RANK) for t in u.turn_ids)
+    return _dedup(ranked_units(units).turn_ids)
 
 
-def is_turn_ranking(units: Sequence[UnitRef]) -> bool:
+def is_turn_ranking(units: Units) -> bool:
     """True when every unit is one turn: the only case LongMemEval converts turns to sessions."""
-    return bool(units) and all(len(u.turn_ids) == 1 for u in units)
+    ranked = ranked_units(units)
+    return bool(len(ranked)) and ranked.one_turn_each
 
 
-def turn2session_ranking(units: Sequence[UnitRef], gold: Gold, official_ids: bool = True) -> Ranked:
+def turn2session_ranking(units: Units, gold: Gold, official_ids: bool = True) -> Ranked:
     """LongMemEval's session view of a turn ranking (``noans`` relabelling, see module docstring);
     sessions named by their official id (``official_ids``) or by membench's session key."""
-    labels = []
-    for turn_id, session in _turns_with_sessions(units):
-        name = gold.haystack_session_id(session) if official_ids else session
-        if turn_id not in gold.turns and session in gold.answer_sessions:
-            labels.append(NOANS_PREFIX + name)
-        else:
-            labels.append(name)
-    return Ranked(tuple(labels), len(gold.turns))
+    pairs = ranked_units(units).turns_with_sessions
+    # each session's two labels made once, not once per turn (~200k turns a LongMemEval_S report)
+    names = {s: gold.haystack_session_id(s) if official_ids else s for s in dict.fromkeys(s for _, s in pairs)}
+    noans = {s: NOANS_PREFIX + names[s] for s in names if s in gold.answer_sessions}
+    turns = gold.turns
+    return Ranked(tuple(noans[s] if s in noans and t not in turns else names[s] for t, s in pairs), len(turns))
 
 
-def _turns_with_sessions(units: Sequence[UnitRef]) -> list[tuple[str, str]]:
-    seen: dict[str, str] = {}
-    for u in sorted(units, key=_BY_RANK):
-        for t in u.turn_ids:
-            seen.setdefault(t, u.session_key)
-    return list(seen.items())
-
-
-def ranking_at(level: str, units: Sequence[UnitRef], gold: Gold | None = None) -> list[str] | Ranked:
+def ranking_at(level: str, units: Units, gold: Gold | None = None) -> list[str] | Ranked:
     """The ranking scored at ``level``. ``session`` needs ``gold`` for a turn ranking (which turns
     are gold, which sessions are answer sessions); without it the session order is returned."""
+    ranked = ranked_units(units)
     if level == LEVEL_TURN:
-        return turn_ranking(units)
+        return turn_ranking(ranked)
     if level == LEVEL_SESSION_DEDUP:
-        return session_ranking(units)
+        return session_ranking(ranked)
     if level in (LEVEL_SESSION, LEVEL_SESSION_KEYED):
         official = level == LEVEL_SESSION
-        if gold is not None and is_turn_ranking(units):
-            return turn2session_ranking(units, gold, official_ids=official)
-        sessions = session_ranking(units)
+        if gold is not None and is_turn_ranking(ranked):
+            return turn2session_ranking(ranked, gold, official_ids=official)
+        sessions = session_ranking(ranked)
         return [gold.haystack_session_id(s) for s in sessions] if (official and gold is not None) else sessions
     raise ValueError(f"unknown level {level!r}; expected one of {LEVELS}")
 
@@ -321,10 +404,15 @@ def context_units(units: Sequence[R], trimmed_units: int, units_total: int | Non
     listed + trimmed) already gives exactly the context.
     """
     ranked = sorted(units, key=_BY_RANK)
+    return ranked[: context_size(len(ranked), trimmed_units, units_total)]
+
+
+def context_size(listed: int, trimmed_units: int, units_total: int | None = None) -> int:
+    """How many of ``listed`` units, in rank order, reached the context (see ``context_units``)."""
     trimmed = max(0, trimmed_units)
-    if units_total is not None and len(ranked) + trimmed == units_total:
-        return ranked
-    return ranked[: max(0, len(ranked) - trimmed)]
+    if units_total is not None and listed + trimmed == units_total:
+        return listed
+    return max(0, listed - trimmed)
 
 
 # ---- gold derivation ---------------------------------------------------------------------
@@ -433,12 +521,20 @@ def score_ranking(
     gold: Collection[str],
     ks: Sequence[int] = K_VALUES,
 ) -> dict[str, float]:
-    """Every metric column (``metric_columns(ks)``) for one ranking against non-empty ``gold``."""
+    """Every metric column (``metric_columns(ks)``) for one ranking against non-empty ``gold``.
+
+    The values of ``recall_any_at_k``, ``recall_all_at_k``, ``ndcg_any_at_k`` and
+    ``evidence_recall_at_k``, each k's top cut and its set made once for the four (a report scores
+    ~4k rankings at six k; tests/metrics/test_retrieval_cuts.py holds them equal by ``float.hex``)."""
+    gold_set = set(gold)
     scores: dict[str, float] = {}
-    for k in ks:
-        scores[metric_column(RECALL_ANY, k)] = recall_any_at_k(ranking, gold, k)
-        scores[metric_column(RECALL_ALL, k)] = recall_all_at_k(ranking, gold, k)
-        scores[metric_column(NDCG_ANY, k)] = ndcg_any_at_k(ranking, gold, k)
-        scores[metric_column(EVIDENCE_RECALL, k)] = evidence_recall_at_k(ranking, gold, k)
+    for k, any_col, all_col, ndcg_col, recall_col in _k_columns(tuple(ks)):
+        _check(gold, k)
+        top, ideal_hits = _ndcg_cut(ranking, gold_set, k)  # = _top(ranking, k): one cut for the four
+        found = len(gold_set & set(top))
+        scores[any_col] = float(found > 0)
+        scores[all_col] = float(found == len(gold_set))
+        scores[ndcg_col] = _ndcg(top, ideal_hits, gold_set)
+        scores[recall_col] = found / len(gold_set)
     scores[EVIDENCE_RECALL_CONTEXT] = evidence_recall(in_context, gold)
     return scores

@@ -19,13 +19,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.core.records import LEVEL_SESSION, LEVEL_TURN, EvidenceRow
@@ -39,12 +41,15 @@ from pipeline.metrics.retrieval import (
     PROTOCOL_EVIDENCE,
     PROTOCOL_LONGMEMEVAL,
     Gold,
+    RankedUnits,
     UnitRef,
-    context_units,
+    Units,
+    context_size,
     evidence_gold,
     exclusion,
     lme_gold,
     metric_columns,
+    ranked_units,
     ranking_at,
     score_ranking,
 )
@@ -209,12 +214,13 @@ class DialogueIds:
     turns: Mapping[str, str]
     sessions: Mapping[str, str]
 
-    def context_ids(self, kept: Sequence[UnitRef]) -> list[str]:
+    def context_ids(self, kept: Units) -> list[str]:
         """Dialogue ids of the context's turns in rank order; ``S<n>`` ids when it holds no turn."""
-        turns = [self.turns[t] for u in kept for t in u.turn_ids if t in self.turns]
-        if turns or not kept:
+        ranked = ranked_units(kept)
+        turns = [self.turns[t] for t in ranked.turn_ids if t in self.turns]
+        if turns or not len(ranked):
             return list(dict.fromkeys(turns))
-        return list(dict.fromkeys(self.sessions[u.session_key] for u in kept if u.session_key in self.sessions))
+        return list(dict.fromkeys(self.sessions[k] for k in ranked.session_keys if k in self.sessions))
 
 
 _DIALOGUE_TURNS_SQL = "SELECT turn_id, source_id FROM turns WHERE dataset = ? AND source_id IS NOT NULL"
@@ -236,32 +242,44 @@ def _units(raw: Sequence[Mapping[str, Any]] | None) -> list[UnitRef]:
     return [UnitRef(int(u["rank"]), u["session_key"], tuple(u["turn_ids"] or ())) for u in raw or ()]
 
 
-def unit_refs(column: pa.ChunkedArray) -> list[list[UnitRef]]:
-    """Each row's ``units`` (list of {rank, session_key, turn_ids}) as ``_units`` makes them.
+def unit_columns(column: pa.ChunkedArray) -> list[RankedUnits]:
+    """Each row's ``units`` (list of {rank, session_key, turn_ids}) as ``RankedUnits.of(_units(row))``.
 
-    Why column-wise: ``to_pylist`` builds a dict per unit and a list per unit's turn ids before
-    the UnitRefs (~150k units on LongMemEval_S, ~0.2 s of the report); the child arrays convert
-    in a few calls. A chunk holding a null unit takes ``_units``'s own path (and its error)."""
-    out: list[list[UnitRef]] = []
+    Why column-wise: a ``UnitRef`` per unit (~150k on LongMemEval_S) cost ~0.15 s of the report and
+    each ranking sorted them again; a row whose ranks already ascend (every ranked system writes
+    them so) is a slice of the chunk's flat columns. A chunk holding a null unit or rank takes
+    ``_units``'s own path (and its error); a row out of rank order is sorted as ``RankedUnits.of`` sorts."""
+    out: list[RankedUnits] = []
     for chunk in column.chunks:
-        items = chunk.values
-        if items.null_count:
-            out += [_units(raw) for raw in chunk.to_pylist()]
-            continue
-        turn_lists = items.field("turn_ids")
-        turn_ids = _split(turn_lists.values.to_pylist(), turn_lists, tuple)
-        ranks, keys = items.field("rank").to_pylist(), items.field("session_key").to_pylist()
-        refs = [UnitRef(int(r), k, t) for r, k, t in zip(ranks, keys, turn_ids, strict=True)]
-        out += _split(refs, chunk, list)
+        items = chunk.flatten()  # the rows' units, without what a null list spans or a slice leaves out
+        if items.null_count or items.field("rank").null_count:
+            out += [RankedUnits.of(_units(raw)) for raw in chunk.to_pylist()]
+        else:
+            out += _chunk_units(chunk, items)
     return out
 
 
-def _split(values: list[Any], lists: pa.ListArray, make: Callable[[list[Any]], S]) -> list[S]:
-    """One ``make(...)`` per list of ``lists`` from its ``values`` (``lists.values`` as Python
-    objects, which the offsets index; a null list is empty whatever its offsets span)."""
-    offsets = lists.offsets.to_pylist()
-    valid = lists.is_valid().to_pylist() if lists.null_count else [True] * len(lists)
-    return [make(values[a:b] if ok else []) for a, b, ok in zip(offsets, offsets[1:], valid, strict=False)]
+def _chunk_units(chunk: pa.ListArray, items: pa.StructArray) -> list[RankedUnits]:
+    """``unit_columns`` of one chunk without null units: row i's units are ``items[rows[i]:rows[i + 1]]``."""
+    rows = _offsets(chunk)
+    turn_lists = items.field("turn_ids")
+    turns, ends = turn_lists.flatten().to_pylist(), _offsets(turn_lists)  # unit j's turns: turns[ends[j]:ends[j + 1]]
+    ranks, keys = items.field("rank").to_pylist(), items.field("session_key").to_pylist()
+    out = []
+    for a, b in pairwise(rows):
+        row_ranks = ranks[a:b]
+        if all(x <= y for x, y in pairwise(row_ranks)):
+            first = ends[a]
+            out.append(RankedUnits(keys[a:b], turns[first : ends[b]], [e - first for e in ends[a : b + 1]]))
+        else:
+            refs = [UnitRef(int(ranks[j]), keys[j], tuple(turns[ends[j] : ends[j + 1]])) for j in range(a, b)]
+            out.append(RankedUnits.of(refs))
+    return out
+
+
+def _offsets(lists: pa.ListArray) -> list[int]:
+    """Where each list starts in ``lists.flatten()``, and its end: a null list is empty."""
+    return [0, *accumulate(pc.list_value_length(lists).fill_null(0).to_pylist())]
 
 
 def _session_ids_only(notes: str | None) -> bool:
@@ -290,14 +308,15 @@ def metric_rows(
     dataset: str,
     ks: Sequence[int] = K_VALUES,
     dialogue: DialogueIds | None = None,
-    units: Sequence[UnitRef] | None = None,
+    units: Units | None = None,
 ) -> list[dict[str, Any]]:
     """The rows (one per level) of one retrievals row: scored, excluded or failed.
 
     ``dialogue`` (LoCoMo evidence datasets) adds the official evidence recall at turn level.
-    ``units``: the row's units already made (``unit_refs``), else made from ``retrieval["units"]``."""
-    units = _units(retrieval.get("units")) if units is None else units
-    kept = context_units(units, int(retrieval.get("trimmed_units") or 0), _units_total(retrieval.get("notes")))
+    ``units``: the row's units already made (``unit_columns``), else made from ``retrieval["units"]``."""
+    units = ranked_units(_units(retrieval.get("units")) if units is None else units)
+    trimmed, total = int(retrieval.get("trimmed_units") or 0), _units_total(retrieval.get("notes"))
+    kept = units.head(context_size(len(units), trimmed, total))
     qid = question.question_id if question else retrieval["question_id"]
     rows = []
     for level in LEVELS:
@@ -350,7 +369,7 @@ def build_dataset_table(
     empty = Gold(frozenset(), frozenset())
     rows: list[dict[str, Any]] = []
     retrievals = con.sql(_RETRIEVALS_SQL, params=[dataset]).to_arrow_table()
-    units = unit_refs(retrievals.column("units"))
+    units = unit_columns(retrievals.column("units"))
     for r, refs in zip(retrievals.drop_columns(["units"]).to_pylist(), units, strict=True):
         key = r["partition_key"]
         rows += metric_rows(r, questions.get(key), gold.get(key, empty), protocol, dataset, ks, dialogue, refs)

@@ -1,6 +1,7 @@
 """The report's fast paths of the ranking metrics give the pinned definitions' exact bits.
 
-Each Ranked widens its cut once per k (``Ranked.cut``) and ``dcg`` skips zero relevances; the
+Each Ranked widens its cut once per k (``Ranked.cut``), ``dcg`` skips zero relevances and
+``score_ranking`` cuts each k once for its four metrics; the
 references below are the definitions as they were written before (a fresh ``effective_k`` per
 metric, every term summed), compared by ``float.hex``.
 """
@@ -19,7 +20,13 @@ from pipeline.metrics.retrieval import (
     Ranked,
     dcg,
     effective_k,
+    evidence_recall,
+    evidence_recall_at_k,
     metric_column,
+    metric_columns,
+    ndcg_any_at_k,
+    recall_all_at_k,
+    recall_any_at_k,
     score_ranking,
 )
 
@@ -103,3 +110,32 @@ def test_score_ranking_of_turn2session_rankings_equals_the_definitions() -> None
         got = score_ranking(ranked, context, gold, K_VALUES)
         want = _reference_scores(Ranked(ids, ranked.n_relevant), context, gold, K_VALUES)
         assert {c: v.hex() for c, v in got.items()} == {c: v.hex() for c, v in want.items()}
+
+
+@pytest.mark.parametrize("ks", [K_VALUES, (1,), (2, 7, 100), (50, 1)])
+def test_score_ranking_of_plain_rankings_equals_each_metric(ks: tuple[int, ...]) -> None:
+    """A plain id ranking (turn or session ids) scored by ``score_ranking``, each k's cut made once,
+    equals each metric function called alone, by ``float.hex``, in the same key order; gold
+    given as a list with repeats counts as its set."""
+    rng = random.Random(7)
+    ids = [f"t{i}" for i in range(80)]
+    for _ in range(300):
+        ranking = rng.sample(ids, rng.randrange(0, 80))
+        gold = [rng.choice(ids) for _ in range(rng.randrange(1, 5))]
+        context = ranking[: rng.randrange(0, len(ranking) + 1)]
+        got = score_ranking(ranking, context, gold, ks)
+        want: dict[str, float] = {}
+        for k in ks:
+            want[metric_column("recall_any", k)] = recall_any_at_k(ranking, gold, k)
+            want[metric_column("recall_all", k)] = recall_all_at_k(ranking, gold, k)
+            want[metric_column("ndcg_any", k)] = ndcg_any_at_k(ranking, gold, k)
+            want[metric_column("evidence_recall", k)] = evidence_recall_at_k(ranking, gold, k)
+        want[EVIDENCE_RECALL_CONTEXT] = evidence_recall(context, gold)
+        assert list(got) == list(want) and set(got) == set(metric_columns(ks))  # the order it always had
+        assert {c: v.hex() for c, v in got.items()} == {c: v.hex() for c, v in want.items()}
+
+
+@pytest.mark.parametrize(("gold", "k"), [([], 5), (["a"], 0)])
+def test_score_ranking_refuses_what_the_metrics_refuse(gold: list[str], k: int) -> None:
+    with pytest.raises(ValueError):
+        score_ranking(["a", "b"], ["a"], gold, (k,))

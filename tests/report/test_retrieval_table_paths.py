@@ -1,8 +1,9 @@
 """The metric table's fast paths give the rows the row-by-row path gives.
 
-``build_dataset_table`` makes the units column-wise from Arrow (``unit_refs``) and derives the
+``build_dataset_table`` makes the units column-wise from Arrow (``unit_columns``) and derives the
 LongMemEval gold from four turn columns (``GoldTurn``); the references below are the paths they
-replaced: every retrievals row through ``to_pylist`` and ``_units``, the gold from whole TurnRows.
+replaced: every retrievals row through ``to_pylist``, ``_units`` and ``RankedUnits.of``, the gold from
+whole TurnRows.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from pipeline.core.records import EvidenceRow, TurnRow
-from pipeline.metrics.retrieval import Gold, gold_protocol, lme_gold
+from pipeline.metrics.retrieval import Gold, RankedUnits, gold_protocol, lme_gold
 from pipeline.report.retrieval_table import (
     _RETRIEVALS_SQL,
     _haystack_session_ids,
@@ -26,7 +27,7 @@ from pipeline.report.retrieval_table import (
     load_questions,
     metric_rows,
     metrics_schema,
-    unit_refs,
+    unit_columns,
 )
 from pipeline.report.sql import query_rows
 from tests.support.report import LOADERS, build_store
@@ -45,6 +46,8 @@ ROWS: list[list[dict[str, Any]] | None] = [
     None,  # a failed retrieval: no units
     [_u(1, "A", None), _u(2, "B", [])],  # units without turn ids (a product's facts)
     [_u(5, None, ["x"])],
+    [_u(2, "A", ["A:0"]), _u(1, "B", ["B:0"]), _u(2, "C", ["C:0"]), _u(1, "D", ["A:0"])],  # ties, out of order
+    [_u(1, "A", ["A:0", "A:1"]), _u(1, "B", None), _u(3, "C", ["C:0"])],  # ascending with a tie: kept as listed
 ]
 
 
@@ -59,19 +62,19 @@ ROWS: list[list[dict[str, Any]] | None] = [
     ],
     ids=["one chunk", "two chunks", "sliced", "no rows", "no chunks"],
 )
-def test_unit_refs_equal_the_units_of_each_row(column: pa.ChunkedArray) -> None:
-    assert unit_refs(column) == [_units(raw) for raw in column.to_pylist()]
+def test_unit_columns_equal_the_units_of_each_row(column: pa.ChunkedArray) -> None:
+    assert unit_columns(column) == [RankedUnits.of(_units(raw)) for raw in column.to_pylist()]
 
 
-def test_unit_refs_of_a_null_list_backed_by_values_is_empty() -> None:
+def test_unit_columns_of_a_null_list_backed_by_values_is_empty() -> None:
     """Arrow lets a null list span values: it is still no units, as ``_units(None)``."""
     values = pa.array([_u(1, "A", ["A:0"]), _u(2, "B", ["B:0"]), _u(3, "C", ["C:0"])], UNIT)
     lists = pa.ListArray.from_arrays(pa.array([0, 1, 2, 3], pa.int32()), values, mask=pa.array([False, True, False]))
     column = pa.chunked_array([lists])
     assert (
-        unit_refs(column)
-        == [_units(raw) for raw in column.to_pylist()]
-        == [_units(ROWS[0][:1]), [], _units([values[2].as_py()])]
+        unit_columns(column)
+        == [RankedUnits.of(_units(raw)) for raw in column.to_pylist()]
+        == [RankedUnits.of(_units(ROWS[0][:1])), RankedUnits.of([]), RankedUnits.of(_units([values[2].as_py()]))]
     )
 
 
@@ -80,10 +83,10 @@ def test_a_null_unit_takes_the_row_path_and_its_error() -> None:
     with pytest.raises(TypeError):
         _units(with_null.to_pylist()[0])
     with pytest.raises(TypeError):
-        unit_refs(with_null)
+        unit_columns(with_null)
     null_rank = pa.chunked_array([pa.array([[_u(None, "A", ["A:0"])]], pa.list_(UNIT))])
     with pytest.raises(TypeError):
-        unit_refs(null_rank)
+        unit_columns(null_rank)
 
 
 def _gold_from_turn_rows(con: duckdb.DuckDBPyConnection, dataset: str, protocol: str) -> dict[str, Gold]:
