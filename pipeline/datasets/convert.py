@@ -41,9 +41,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.config.model import PROJECT_ROOT, DatasetConfig
@@ -121,37 +119,19 @@ def table_from_rows(rows: Iterable[Any], schema: pa.Schema) -> pa.Table:
 
 def table_from_sessions(sessions: Iterable[SessionWithTurns], schema: pa.Schema) -> pa.Table:
     """The turns table of ``sessions``, from their turn columns (the same table as ``table_from_rows``
-    of their ``turns``, without a ``TurnRow`` per turn).
-
-    The columns derived per session (``dataset``, ``session_key``, ``turn_id``, ``position``) are
-    built by Arrow from one value per session: a Python string per turn for ``turn_id`` and the
-    repeated keys was ~0.3 s of LongMemEval_S's conversion (docs/design/speed.md, pass 10).
-    """
-    sessions = list(sessions)
-    derived = _derived_turn_columns(sessions)
-    values: dict[str, list[Any]] = {name: [] for name in TURN_COLUMNS}
+    of their ``turns``, without a ``TurnRow`` per turn)."""
+    values: dict[str, list[Any]] = {name: [] for name in schema.names}
     for s in sessions:
-        columns = s.turn_columns
+        columns, n = s.turn_columns, s.session.n_turns
+        key = s.session.session_key
+        values["dataset"] += [s.session.dataset] * n
+        values["session_key"] += [key] * n
+        values["turn_id"] += [f"{key}:{i}" for i in range(n)]
+        values["position"] += range(n)
         for name in TURN_COLUMNS:
             values[name] += getattr(columns, name)
-    arrays = [derived[f.name] if f.name in derived else pa.array(values[f.name], type=f.type) for f in schema]
+    arrays = [pa.array(values[f.name], type=f.type) for f in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _derived_turn_columns(sessions: list[SessionWithTurns]) -> dict[str, pa.Array]:
-    """``dataset``, ``session_key``, ``turn_id`` (``<session_key>:<position>``) and ``position`` of
-    every turn of ``sessions``, in order: each session's values repeated over its turns."""
-    counts = np.fromiter((s.session.n_turns for s in sessions), dtype=np.int64, count=len(sessions))
-    owner = np.repeat(np.arange(len(sessions), dtype=np.int64), counts)  # the session of each turn
-    position = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    keys = pa.array([s.session.session_key for s in sessions], pa.string()).take(owner)
-    positions = pa.array(position, pa.int64())
-    return {
-        "dataset": pa.array([s.session.dataset for s in sessions], pa.string()).take(owner),
-        "session_key": keys,
-        "turn_id": pc.binary_join_element_wise(keys, pc.cast(positions, pa.string()), ":"),
-        "position": positions,
-    }
 
 
 class _Sink:
