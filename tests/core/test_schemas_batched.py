@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.core.records import CANONICAL_SCHEMAS
-from pipeline.core.schemas import MAX_FAILURE_CASES, _BatchChecker, _row_schema, validate_table_file
+from pipeline.core.records import CANONICAL_SCHEMAS, TABLES
+from pipeline.core.schemas import MAX_FAILURE_CASES, _BatchChecker, _on_arrow, _row_schema, validate_table_file
 from pipeline.util.row_groups import iter_row_groups
 
 
@@ -94,14 +94,33 @@ def _write_as(path: Path, rows: list[dict[str, object]], stats: bool = True, **t
     return path
 
 
-def test_only_the_columns_with_value_checks_go_to_pandas() -> None:
-    """The texts, ids and flags of the turns table are settled by their Arrow type and nulls."""
+def test_every_column_of_the_turns_table_is_checked_on_arrow() -> None:
+    """The texts, ids and flags by their Arrow type and nulls; ``position`` (``ge(0)``) and ``role``
+    (``isin``) by vectorised value checks too (pass 10), so no batch of turns goes to pandas."""
     checker = _BatchChecker.of("turns")
-    assert list(checker.rest.columns) == ["position", "role"]
+    assert list(checker.rest.columns) == []
     assert {c.name for c in checker.arrow} == {
-        "dataset", "session_key", "turn_id", "speaker", "text", "has_answer", "source_id", "caption"
+        "dataset", "session_key", "turn_id", "position", "speaker", "role", "text", "has_answer", "source_id",
+        "caption",
     }  # fmt: skip
     assert _BatchChecker.of("questions").arrow == ()  # cross-column checks read any column
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "on_arrow"),
+    [
+        ("turns", "position", True),  # int64, ge
+        ("turns", "role", True),  # str, isin
+        ("sessions", "n_turns", True),  # int64, ge
+        ("data_quality", "count", True),  # int64, ge(1)
+        ("questions", "partition_key", False),  # str_matches: Python's re, not Arrow's RE2
+        ("questions", "correct_choice_index", False),  # coerced (a nullable int read as float)
+        ("questions", "choices", False),  # a list column: pandas objects
+    ],
+)
+def test_which_columns_arrow_decides(table: str, column: str, on_arrow: bool) -> None:
+    (definition,) = (c for c in TABLES[table].columns if c.name == column)
+    assert _on_arrow(definition) is on_arrow
 
 
 def _mutations() -> dict[str, tuple[list[dict[str, object]], dict[str, Any]]]:
@@ -123,6 +142,18 @@ def _mutations() -> dict[str, tuple[list[dict[str, object]], dict[str, Any]]]:
         "text column missing": (rows(), {"text": pa.null()}),
         "null text, no statistics": (rows(text=None), {"stats": False}),
         "clean, no statistics": (rows(), {"stats": False}),
+        "negative position": (rows(position=-1), {}),
+        "null position": (rows(position=None), {}),
+        "position stored as int32": (rows(), {"position": pa.int32()}),
+        "position stored as text": (
+            [{**r, "position": str(r["position"])} for r in _turns(30)],
+            {"position": pa.string()},
+        ),
+        "bad role": (rows(role="system"), {}),
+        "null role": (rows(role=None), {}),
+        "roles as large strings": (rows(), {"role": pa.large_string()}),
+        "bad role as large strings": (rows(role="tool"), {"role": pa.large_string()}),
+        "no rows": ([], {}),
     }
 
 
