@@ -100,14 +100,16 @@ class Corpus:
         return cls(dataset, {}, read, turn_roles)
 
     def _table(self, name: str, where: pc.Expression | None = None) -> pa.Table:
-        """The table ``name``; read from the store with ``where`` only its matching rows, as
-        ``_turns`` asks (a table given to the corpus is kept whole, and filtered by its caller)."""
-        table = self._tables.get(name)
-        if table is None:
-            if self._read is None:
-                raise KeyError(name)
-            table = self._tables[name] = self._read(name, where)
-        return table
+        """The rows of table ``name`` that match ``where`` (all of them when None): a table given to
+        the corpus is filtered here, one from the store is read filtered (a row group at a time).
+
+        Not kept: each table feeds one cached property, which keeps what it made of the rows."""
+        given = self._tables.get(name)
+        if given is not None:
+            return given if where is None else given.filter(where)
+        if self._read is None:
+            raise KeyError(name)
+        return self._read(name, where)
 
     @cached_property
     def _questions(self) -> dict[str, QuestionRow]:
@@ -121,11 +123,7 @@ class Corpus:
     def _turns(self) -> dict[str, tuple[TurnRow, ...]]:
         by_session: dict[str, list[TurnRow]] = defaultdict(list)
         where = None if self.turn_roles is None else pc.field("role").isin(list(self.turn_roles))
-        given = "turns" in self._tables
-        table = self._table("turns", where)
-        if where is not None and given:  # a table given whole; one read from the store holds the kept roles only
-            table = table.filter(where)
-        for t in rows_of(table, TurnRow):
+        for t in rows_of(self._table("turns", where), TurnRow):
             by_session[t.session_key].append(t)
         return {k: tuple(sorted(v, key=lambda t: t.position)) for k, v in by_session.items()}
 

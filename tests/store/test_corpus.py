@@ -85,7 +85,7 @@ def test_check_haystack_loads_the_corpus_and_raises_for_an_unknown_id(tmp_path: 
     corpus = Corpus.load(store, "lme")
     haystack_id = corpus.question(corpus.keys()[0]).haystack_id
     corpus.check_haystack(haystack_id)
-    assert {"haystacks", "sessions", "turns"} <= set(corpus._tables)
+    assert {"_haystacks", "_sessions", "_turns"} <= set(vars(corpus))  # the cached properties, built
     with pytest.raises(KeyError, match="no-such-haystack"):
         corpus.check_haystack("no-such-haystack")
 
@@ -115,12 +115,21 @@ def test_matching_rows_are_the_filtered_table(tmp_path: Path, roles: tuple[str, 
 
 
 def test_a_corpus_reads_only_the_turns_of_its_roles(tmp_path: Path) -> None:
-    """Read from the store, the cached turns table holds the kept roles only (no whole copy kept);
-    a table given to the corpus is filtered as before."""
+    """Read from the store, the turns are read once, filtered to the kept roles by the read itself
+    (no whole table decoded); a table given to the corpus is filtered as before."""
     store = ResultStore(results_dir=str(tmp_path / "results"))
     convert_dataset(SAMPLE, store, lambda _m: None)
-    users = Corpus.load(store, "lme", turn_roles=("user",))
+    reads: list[pa.Table] = []
+
+    def read(name: str, where: pc.Expression | None) -> pa.Table:
+        table = store.read_canonical("lme", name, where)
+        assert name == "turns" and where is not None and table is not None
+        reads.append(table)
+        return table
+
+    users = Corpus("lme", {}, read, turn_roles=("user",))
     users.turns("any")  # loads the turns
-    assert set(users._tables["turns"].column("role").to_pylist()) == {"user"}
+    users.turns("other")
+    assert len(reads) == 1 and set(reads[0].column("role").to_pylist()) == {"user"}
     given = Corpus("lme", {"turns": rows_to_table(TURNS, TURNS_SCHEMA)}, turn_roles=("user",))
     assert given.turns("s1") == (TURNS[0],)
