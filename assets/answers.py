@@ -26,9 +26,7 @@ def answer_run(
     """Readers built once (a reader that cannot be built fails the run before any question)."""
     deps = clients.deps(bench.config, store, needs(bench))
     try:
-        memory_deps = MemoryDeps(
-            encoder=deps.encoder, llm=deps.llm, log=context.log.info, data_dir=mcp_data_dir(store)
-        )
+        memory_deps = MemoryDeps(encoder=deps.encoder, llm=deps.llm, log=context.log.info, data_dir=mcp_data_dir(store))
         memory = MemoryAccess(store, bench, memory_deps)
         readers = build_readers(bench, ReaderDeps(encoder=deps.encoder, llm=deps.llm, memory=memory))
     except ReaderConfigError as exc:

@@ -159,6 +159,7 @@ def foreign_claim(
     Why: two Dagster homes on one results folder (a second ``dagster dev``, another host's instance)
     see none of each other's runs; their claims in the shared folder are what they share.
     """
+
     def known(run_id: str) -> bool:  # this run, or one of this instance: holding_run judged it by its status
         return run_id == run.run_id or instance.get_run_by_id(run_id) is not None
 

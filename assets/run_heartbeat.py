@@ -201,4 +201,3 @@ def _ended(run_ended: Callable[[], bool]) -> bool | None:
         return run_ended()
     except Exception:
         return None
-

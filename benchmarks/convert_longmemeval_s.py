@@ -44,8 +44,7 @@ def run_convert(path: Path) -> dict:
         start = time.perf_counter()
         stats = convert_dataset(ds, store, lambda _m: None)
         seconds = time.perf_counter() - start
-    return {"seconds": seconds, "peak_rss_mb": _peak_rss_mb(), "rows": dict(stats.rows),
-            "quality": dict(stats.quality)}
+    return {"seconds": seconds, "peak_rss_mb": _peak_rss_mb(), "rows": dict(stats.rows), "quality": dict(stats.quality)}
 
 
 def run_baseline(path: Path) -> dict:
@@ -56,8 +55,21 @@ def run_baseline(path: Path) -> dict:
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rb") as f:
         data = json.load(f)
-    cols: dict[str, list] = {k: [] for k in ("dataset", "session_key", "turn_id", "position", "speaker",
-                                             "role", "text", "has_answer", "source_id", "caption")}
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "dataset",
+            "session_key",
+            "turn_id",
+            "position",
+            "speaker",
+            "role",
+            "text",
+            "has_answer",
+            "source_id",
+            "caption",
+        )
+    }
     for rec in data:
         for sid, session in zip(rec["haystack_session_ids"], rec["haystack_sessions"], strict=True):
             for i, turn in enumerate(session):
@@ -71,8 +83,9 @@ def run_baseline(path: Path) -> dict:
                 cols["has_answer"].append(bool(turn.get("has_answer")))
                 cols["source_id"].append(None)
                 cols["caption"].append(None)
-    table = pa.table({k: pa.array(v, type=pa.string() if k in ("source_id", "caption") else None)
-                      for k, v in cols.items()})
+    table = pa.table(
+        {k: pa.array(v, type=pa.string() if k in ("source_id", "caption") else None) for k, v in cols.items()}
+    )
     with tempfile.TemporaryDirectory() as tmp:
         pq.write_table(table, Path(tmp) / "turns.parquet", compression="zstd")
     seconds = time.perf_counter() - start
@@ -80,8 +93,9 @@ def run_baseline(path: Path) -> dict:
 
 
 def _child(mode: str, path: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--mode", mode, "--path", str(path)],
-                         check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--mode", mode, "--path", str(path)], check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -104,8 +118,10 @@ def main() -> int:
     print(f"baseline: wall {base['seconds']:.2f} s, peak RSS {base['peak_rss_mb']:.0f} MB, rows {base['rows']}")
     ok_time = ratio <= RATIO_LIMIT
     ok_rss = conv["peak_rss_mb"] <= RSS_LIMIT_GB * 1024
-    print(f"ratio   : {ratio:.2f}x (target <= {RATIO_LIMIT}x) {'OK' if ok_time else 'MISSED'}; "
-          f"peak RSS target <= {RSS_LIMIT_GB} GB {'OK' if ok_rss else 'MISSED'}")
+    print(
+        f"ratio   : {ratio:.2f}x (target <= {RATIO_LIMIT}x) {'OK' if ok_time else 'MISSED'}; "
+        f"peak RSS target <= {RSS_LIMIT_GB} GB {'OK' if ok_rss else 'MISSED'}"
+    )
     return 0 if ok_time and ok_rss else 1
 
 

@@ -213,7 +213,9 @@ def main() -> None:
                 session, errors = _OpenShell(store, *flags), Counter[str]()
                 session.feed(args.queries, args.session, args.open_s)
                 counts[f"DuckDB shell, one {label} session open {args.open_s:g} s"] = (
-                    session.close(errors), session.sent, errors
+                    session.close(errors),
+                    session.sent,
+                    errors,
                 )
                 print(f"  ... open {label} session done, {time.monotonic() - started:.0f} s", flush=True)
             seconds = time.monotonic() - started

@@ -129,7 +129,7 @@ def _build_defs(cfg: BenchmarkConfig) -> dg.Definitions:
         tags=tags,
         description=(
             "The four per-question stages only (no canonical, embeddings or reports), over every question or "
-            "the range given by --tags '{\"dagster/asset_partition_range_start\": A, \"..._end\": B}'."
+            'the range given by --tags \'{"dagster/asset_partition_range_start": A, "..._end": B}\'.'
         ),
         executor_def=dg.in_process_executor,
         hooks=release,

@@ -203,7 +203,10 @@ def _step(index: int, calls: tuple[ToolCallRecord, ...], text: str, reply: LLMRe
 
 
 def _run_calls(
-    reply: LLMReply, calls: Sequence[Mapping[str, Any]], state: _State, tools: Mapping[str, Tool],
+    reply: LLMReply,
+    calls: Sequence[Mapping[str, Any]],
+    state: _State,
+    tools: Mapping[str, Tool],
     settings: LoopSettings,
 ) -> None:
     """Answer every tool call of ``reply`` (the protocol needs a tool message per call id); ``calls``

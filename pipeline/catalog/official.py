@@ -114,7 +114,9 @@ def lme_official_accuracy_sql(metrics: list[str]) -> str:
     counted = f"""
     count(o.correct) FILTER (WHERE o.outcome = '{OUTCOME_SCORED}') AS n_scored,
     count(*) FILTER (WHERE o.outcome = '{OUTCOME_SCORED}' AND o.correct) AS n_correct,"""
-    return _groups_head("lme_official_accuracy", metrics, LME_TYPES, counted) + f""",
+    return (
+        _groups_head("lme_official_accuracy", metrics, LME_TYPES, counted)
+        + f""",
 typed AS (SELECT *, n_correct::DOUBLE / nullif(n_scored, 0) AS accuracy FROM per_row),
 whole AS (
   SELECT {_GROUP},
@@ -144,6 +146,7 @@ SELECT {_GROUP}, {n_types + 3}, '{AGG_ABSTENTION}', NULL, n_abs_scored, n_abs_co
 FROM whole
 ORDER BY dataset, metric, judge, reader, system, row_order
 """
+    )
 
 
 def locomo_official_categories_sql(metrics: list[str]) -> str:
@@ -151,7 +154,9 @@ def locomo_official_categories_sql(metrics: list[str]) -> str:
     counted = f"""
     count(o.score) FILTER (WHERE o.outcome = '{OUTCOME_SCORED}') AS n_scored,
     sum(o.score) FILTER (WHERE o.outcome = '{OUTCOME_SCORED}') AS sum_score,"""
-    return _groups_head("locomo_official_categories", metrics, LOCOMO_CATEGORY_ORDER, counted) + f"""
+    return (
+        _groups_head("locomo_official_categories", metrics, LOCOMO_CATEGORY_ORDER, counted)
+        + f"""
 SELECT {_GROUP}, ord AS row_order, '{AGG_CATEGORY}' AS aggregate, type_raw AS category, n_scored, sum_score,
   n_failed, sum_score / nullif(n_scored, 0) AS mean_score
 FROM per_row
@@ -169,6 +174,7 @@ SELECT {_GROUP}, {n_cats + 2}, '{AGG_OVERALL_WITHOUT_5}', NULL,
 FROM per_row GROUP BY ALL
 ORDER BY dataset, metric, judge, reader, system, row_order
 """
+    )
 
 
 LOCOMO_OFFICIAL_RECALL_SQL = f"""

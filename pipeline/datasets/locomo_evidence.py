@@ -52,4 +52,3 @@ def split_evidence(raw: str) -> list[EvidenceToken]:
         normalized, kinds = normalize_id(part)
         tokens.append(EvidenceToken(raw, normalized, joined + kinds))
     return tokens
-

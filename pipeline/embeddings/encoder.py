@@ -198,7 +198,6 @@ class CachedEncoder:
         return unique, len(order), truncated
 
 
-
 def model_spec(settings: EmbeddingConfig, encode_threads: int = ENCODE_THREADS) -> ModelSpec:
     """The model spec of an ``embeddings:`` block (``encode_threads``: see ENCODE_THREADS)."""
     if encode_threads < 1:

@@ -266,4 +266,3 @@ def encode_chunks(
         spec.workers, mp_context=context, initializer=_worker_init, initargs=(worker_spec,)
     ) as pool:
         yield from pool.map(_worker_encode, chunks)
-

@@ -161,9 +161,7 @@ def judge_params_model(spec: JudgeSpec) -> type[BaseModel]:
     if spec.params_model is not None:
         return spec.params_model
     fields: dict[str, Any] = {name: (Any, None) for name in sorted(spec.allowed_params)}
-    return create_model(
-        f"{spec.metric}_params", __config__=ConfigDict(extra="forbid", frozen=True), **fields
-    )
+    return create_model(f"{spec.metric}_params", __config__=ConfigDict(extra="forbid", frozen=True), **fields)
 
 
 def dataset_kind(loader: str) -> str:

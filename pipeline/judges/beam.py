@@ -72,8 +72,8 @@ BEAM_JUDGE_PROMPT = (
     "\n"
     "**IMPORTANT**: Pay careful attention to whether the rubric specifies:\n"
     "- **Positive requirements** (things the response SHOULD include/do)\n"
-    "- **Negative constraints** (things the response SHOULD NOT include/do, often indicated by \"no\","
-    " \"not\", \"avoid\", \"absent\")\n"
+    '- **Negative constraints** (things the response SHOULD NOT include/do, often indicated by "no",'
+    ' "not", "avoid", "absent")\n'
     "\n"
     "## RESPONSIVENESS REQUIREMENT (anchored to the QUESTION)\n"
     "A compliant response must be **on-topic with respect to the QUESTION** and attempt to answer it.\n"
@@ -116,7 +116,7 @@ BEAM_JUDGE_PROMPT = (
     "1. **Understand the Requirement**: Determine if the rubric is asking for something to be present"
     " (positive) or absent (negative/constraint).\n"
     "\n"
-    "2. **Parse Compound Statements**: If the rubric contains multiple elements connected by \"and\" or"
+    '2. **Parse Compound Statements**: If the rubric contains multiple elements connected by "and" or'
     " commas, evaluate whether:\n"
     "   - **All elements** must be present for full compliance (1.0)\n"
     "   - **Some elements** present indicates partial compliance (0.5)\n"
@@ -135,9 +135,9 @@ BEAM_JUDGE_PROMPT = (
     "Return your evaluation in JSON format with two fields:\n"
     "\n"
     "{\n"
-    "   \"score\": [your score: 1.0, 0.5, or 0.0],\n"
-    "   \"reason\": \"[detailed explanation of whether the rubric criterion was satisfied and why this"
-    " justified the assigned score]\"\n"
+    '   "score": [your score: 1.0, 0.5, or 0.0],\n'
+    '   "reason": "[detailed explanation of whether the rubric criterion was satisfied and why this'
+    ' justified the assigned score]"\n'
     "}\n"
     "\n"
     "NOTE: ONLY output the json object, without any explanation before or after that\n"

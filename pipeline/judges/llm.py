@@ -366,9 +366,7 @@ def _mem0_judge(inp: JudgeInput, ctx: JudgeContext, prompt_template: str, strict
     prompt = prompt_template.format(
         question=str(q.question), gold_answer=str(q.answer), generated_answer=str(inp.prediction or "")
     )
-    reply = _chat(
-        ctx, prompt, None, params={"response_format": dict(MEM0_RESPONSE_FORMAT)}
-    )
+    reply = _chat(ctx, prompt, None, params={"response_format": dict(MEM0_RESPONSE_FORMAT)})
     reading = ctx.params.get("reading") or MEM0_READING_FINAL
     label = mem0_label(reply.text, reading)
     if label is None or (strict and label not in ("CORRECT", "WRONG")):

@@ -43,9 +43,9 @@ LOCOMO_PLUS_JUDGE_PROMPT = (
     " clear connection, the answer is correct (score 1); if not, it is wrong (no score).\n"
     "\n"
     "Labels:\n"
-    "- \"correct\": The prediction explicitly or implicitly reflects/uses the evidence (memory or"
+    '- "correct": The prediction explicitly or implicitly reflects/uses the evidence (memory or'
     " constraint). Give 1 point.\n"
-    "- \"wrong\": The prediction does not show such a link to the evidence. No point.\n"
+    '- "wrong": The prediction does not show such a link to the evidence. No point.\n'
     "\n"
     "Memory/Evidence:\n"
     "{evidence}\n"
@@ -54,7 +54,7 @@ LOCOMO_PLUS_JUDGE_PROMPT = (
     "{pred}\n"
     "\n"
     "Return your judgment strictly in JSON format:\n"
-    "{{\"label\": \"correct\"|\"wrong\", \"reason\": \"<Does the prediction relate to the evidence?>\"}}\n"
+    '{{"label": "correct"|"wrong", "reason": "<Does the prediction relate to the evidence?>"}}\n'
 )
 LOCOMO_PLUS_JUDGE_MODEL = "gpt-4o-mini"  # judge.sh's default (recorded, not forced)
 LOCOMO_PLUS_JUDGE_MAX_TOKENS = 512  # llm_as_judge.py --max-tokens default

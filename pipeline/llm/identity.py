@@ -47,4 +47,3 @@ def price_identity(cfg: BenchmarkConfig, model: str | None) -> dict[str, Any]:
     are recomputed (from the LLM cache) when its price is corrected."""
     price = price_of(cfg.resolved_prices_path(), model)
     return {} if price is None else {"price": list(price)}
-

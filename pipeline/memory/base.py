@@ -120,8 +120,6 @@ class MemorySystem(Protocol):
     def retrieve(self, question: QuestionRow) -> RetrievalResult: ...
 
 
-
-
 def turn_unit_text(turn: TurnRow) -> str:
     """The text a turn is indexed and embedded as (pre-embedded by the embeddings asset)."""
     text = f"{turn.speaker}: {turn.text}"

@@ -50,4 +50,3 @@ class FlatBm25Memory(FlatMemory):
 
     def notes(self) -> dict[str, object]:
         return {"protocol": PROTOCOL}
-

@@ -293,6 +293,7 @@ def ingestion_results(run: MemoryRun, items: list[WorkItem]) -> Iterator[tuple[s
         for (dataset, haystack_id), group in groups.items():
             yield from _group_rows(group, _ingest_group(run, dataset, haystack_id, group))
         return
+
     def ingest(entry: tuple[tuple[str, str], list[WorkItem]]) -> dict[str, IngestOutcome]:
         (dataset, haystack_id), group = entry
         return _ingest_group(run, dataset, haystack_id, group)

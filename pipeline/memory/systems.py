@@ -172,4 +172,3 @@ def filter_roles(sessions: list[HaystackSession], roles: tuple[str, ...] | None)
         return sessions
     keep = set(roles)
     return [HaystackSession(s.position, s.session, tuple(t for t in s.turns if t.role in keep)) for s in sessions]
-

@@ -214,8 +214,22 @@ def compare_runs(run_a: Path, run_b: Path, seed: int | None = None, resamples: i
     return CompareResult(run_a=run_a, run_b=run_b, seed=seed, resamples=resamples, rows=rows, libraries=libraries)
 
 
-HEADERS = ("dataset", "system", "reader", "metric", "n", "A", "B", "B-A", "95% CI (B-A)", "test", "p", "only A/B",
-           "failed A/B", "failures as wrong A/B")
+HEADERS = (
+    "dataset",
+    "system",
+    "reader",
+    "metric",
+    "n",
+    "A",
+    "B",
+    "B-A",
+    "95% CI (B-A)",
+    "test",
+    "p",
+    "only A/B",
+    "failed A/B",
+    "failures as wrong A/B",
+)
 REVERSED_MARK = "ORDER REVERSED"  # the bounds order A and B the other way round
 
 

@@ -409,9 +409,8 @@ def first_screen(data: ReportData, ordered: Sequence[str]) -> str:
         return ""
     table = headline_table(acc, lambda d: main_metric([r for r in acc if r["dataset"] == d]))
     plots = [p for d in ordered if (p := context_plot(data, d))]
-    return (
-        f"<h2>Which system is best, by how much, at what cost</h2>{table}{FIRST_SCREEN_NOTE}"
-        + (f'<div class="plots">{"".join(plots)}</div>' if plots else "")
+    return f"<h2>Which system is best, by how much, at what cost</h2>{table}{FIRST_SCREEN_NOTE}" + (
+        f'<div class="plots">{"".join(plots)}</div>' if plots else ""
     )
 
 

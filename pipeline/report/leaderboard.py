@@ -219,7 +219,7 @@ def render_html(board: Leaderboard) -> str:
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f3f3f3}</style></head><body>",
         "<h1>membench leaderboard</h1>",
         "<p>Runs: " + ", ".join(html.escape(str(r)) for r in board.runs) + "</p>",
-        "<p>Systems are ranked only within one dataset, metric, judge and reader. \"failures as wrong (n)\": the "
+        '<p>Systems are ranked only within one dataset, metric, judge and reader. "failures as wrong (n)": the '
         "value with the n unscored questions (failed answer or judgment, unparseable verdict, no verdict) counted "
         "wrong.</p>",
     ]

@@ -21,8 +21,19 @@ SELECT dataset, system, reader, reader_label, metric, headline_value, aggregate,
        failures_as_wrong, n_failures_as_wrong
 FROM accuracy_report ORDER BY dataset, metric, reader, headline_value DESC NULLS LAST, system
 """
-HEADERS = ("dataset", "system", "reader", "metric", "value [95% CI]", "failures as wrong (n)", "scored", "failed a/j",
-           "invalid", "excl", "miss")
+HEADERS = (
+    "dataset",
+    "system",
+    "reader",
+    "metric",
+    "value [95% CI]",
+    "failures as wrong (n)",
+    "scored",
+    "failed a/j",
+    "invalid",
+    "excl",
+    "miss",
+)
 
 
 def _fmt(v: float | None) -> str:

@@ -120,4 +120,3 @@ def is_locked(path: Path) -> bool:
         return False
     finally:
         os.close(fd)
-

@@ -71,9 +71,7 @@ def test_user_tables_and_views_survive_a_refresh(store: ResultStore) -> None:
         con.close()
 
 
-def test_objects_that_cannot_be_copied_keep_the_old_file(
-    store: ResultStore, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_objects_that_cannot_be_copied_keep_the_old_file(store: ResultStore, caplog: pytest.LogCaptureFixture) -> None:
     _user_session(store, "CREATE MACRO twice(x) AS 2 * x")
     before = store.catalog_path.read_bytes()
     with caplog.at_level(logging.WARNING, logger="pipeline.store.results"):

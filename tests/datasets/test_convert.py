@@ -40,11 +40,19 @@ def test_convert_longmemeval_sample(store: ResultStore) -> None:
     stats = convert_dataset(dataset("lme", "longmemeval", SAMPLE_DIR / LONGMEMEVAL_S_FILE), store, logs.append)
     assert not stats.skipped
     assert dict(stats.rows) == {
-        "questions": 8, "sessions": 17, "turns": 70, "haystacks": 33, "evidence": 24,
-        "data_quality": 13, "load_failures": 0,  # has_answer_missing: one row per question
+        "questions": 8,
+        "sessions": 17,
+        "turns": 70,
+        "haystacks": 33,
+        "evidence": 24,
+        "data_quality": 13,
+        "load_failures": 0,  # has_answer_missing: one row per question
     }
     assert dict(stats.quality) == {
-        "empty_turn": 3, "has_answer_missing": 90, "integer_answer": 1, "repeated_session_id": 1
+        "empty_turn": 3,
+        "has_answer_missing": 90,
+        "integer_answer": 1,
+        "repeated_session_id": 1,
     }
     assert stats.partition_keys[:2] == ("lme__5d1c2a7e", "lme__9b7e3f10") and len(stats.partition_keys) == 8
     for table in TABLES:
@@ -75,7 +83,10 @@ def test_outputs_pass_the_canonical_pandera_checks(store: ResultStore, loader: s
 def test_shared_sessions_are_stored_once(store: ResultStore) -> None:
     stats = convert_dataset(dataset("mc", "locomo_mc10", SAMPLE_DIR / MC10_FILE), store, lambda _m: None)
     assert (stats.rows["questions"], stats.rows["sessions"], stats.rows["turns"], stats.rows["haystacks"]) == (
-        27, 12, 96, 12
+        27,
+        12,
+        96,
+        12,
     )
     turns = pq.read_table(store.canonical_path("mc", "turns"))
     assert len(set(turns.column("turn_id").to_pylist())) == turns.num_rows

@@ -69,7 +69,11 @@ def test_type_names_rewritten_and_reset(converted: tuple[ResultStore, list[Datas
     [result] = apply_mc10_crosscheck(store, datasets, logs.append)
     assert (result.n_mc10, result.n_matched) == (27, 27)
     assert dict(result.label_to_category) == {
-        "adversarial": "5", "multi_hop": "2", "open_domain": "4", "single_hop": "1", "temporal_reasoning": "3"
+        "adversarial": "5",
+        "multi_hop": "2",
+        "open_domain": "4",
+        "single_hop": "1",
+        "temporal_reasoning": "3",
     }
     assert "27/27" in logs[0]
     questions = store.read_canonical("mc10", "questions")

@@ -237,12 +237,16 @@ def only_failure(records: list[ParsedRecord]) -> ParsedRecord:
         (lambda r: r.update(haystack_dates=[*r["haystack_dates"][:-1], 7]), None, "expected string, got integer"),
         (lambda r: r.update(haystack_dates=[]), "haystack_dates", "items but haystack_session_ids has"),
         (lambda r: r["haystack_sessions"][0][1].update(role="system"), "haystack_sessions[0][1].role", "'system'"),
-        (lambda r: r["haystack_sessions"][0][0].update(has_answer="yes"), "haystack_sessions[0][0].has_answer",
-         "expected boolean, got string"),
+        (
+            lambda r: r["haystack_sessions"][0][0].update(has_answer="yes"),
+            "haystack_sessions[0][0].has_answer",
+            "expected boolean, got string",
+        ),
     ],
 )
-def test_longmemeval_bad_record_fails_only_that_question(tmp_path: Path, mutate: Any, field: str | None,
-                                                         message: str) -> None:
+def test_longmemeval_bad_record_fails_only_that_question(
+    tmp_path: Path, mutate: Any, field: str | None, message: str
+) -> None:
     records = lme_records()
     mutate(records[1])
     path = write_json(tmp_path / "lme.json", records)

@@ -20,8 +20,12 @@ from pipeline.store.results import ResultStore
 pytestmark = pytest.mark.shared_data
 
 LME_TYPES_500 = {
-    "temporal-reasoning": 133, "multi-session": 133, "knowledge-update": 78,
-    "single-session-user": 70, "single-session-assistant": 56, "single-session-preference": 30,
+    "temporal-reasoning": 133,
+    "multi-session": 133,
+    "knowledge-update": 78,
+    "single-session-user": 70,
+    "single-session-assistant": 56,
+    "single-session-preference": 30,
 }
 
 

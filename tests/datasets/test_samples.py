@@ -124,8 +124,13 @@ def test_mc10_sample_matches_locomo_and_uses_naive_labels() -> None:
 @pytest.mark.parametrize(
     ("name", "n_sessions", "n_turns", "haystack_rows", "issues"),
     [
-        (LONGMEMEVAL_S_FILE, 17, 70, 33,
-         {"has_answer_missing": 90, "empty_turn": 3, "integer_answer": 1, "repeated_session_id": 1}),
+        (
+            LONGMEMEVAL_S_FILE,
+            17,
+            70,
+            33,
+            {"has_answer_missing": 90, "empty_turn": 3, "integer_answer": 1, "repeated_session_id": 1},
+        ),
         (LONGMEMEVAL_ORACLE_FILE, 10, 40, 12, {"integer_answer": 1}),
     ],
 )
@@ -134,8 +139,12 @@ def test_longmemeval_samples(name: str, n_sessions: int, n_turns: int, haystack_
     questions = [r.question for r in records if r.question]
     assert len(questions) == 8
     assert Counter(q.type_raw for q in questions) == {
-        "single-session-user": 2, "multi-session": 2, "single-session-assistant": 1,
-        "single-session-preference": 1, "knowledge-update": 1, "temporal-reasoning": 1,
+        "single-session-user": 2,
+        "multi-session": 2,
+        "single-session-assistant": 1,
+        "single-session-preference": 1,
+        "knowledge-update": 1,
+        "temporal-reasoning": 1,
     }
     assert sorted(q.question_id for q in questions if q.is_abstention) == ["8e2d6f41_abs", "b5a0c9e2_abs"]
     found = sessions(records)

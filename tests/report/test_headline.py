@@ -31,6 +31,6 @@ def test_best_marked_gaps_and_costs() -> None:
     assert html.count(BEST_MARK) == 2  # one best per dataset column
     assert f"{BEST_MARK}</span> <b>0.700</b>" in html and f"{BEST_MARK}</span> <b>0.900</b>" in html
     assert '<span class="sub">-0.200</span>' in html and '<span class="sub">-0.600</span>' in html
-    assert "0.400 <span class=\"sub\">3 as wrong</span>" in html
+    assert '0.400 <span class="sub">3 as wrong</span>' in html
     assert "$0.0020 · 1,500 tok" in html
     assert "0.100" not in html

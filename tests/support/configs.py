@@ -21,8 +21,13 @@ def write_config(tmp_path: Path, **sections: object) -> Path:
 
 CASES = [
     (
-        {"memory_systems": [{"name": "rag", "kind": "rag"}, {"name": "full", "kind": "full_context"},
-                            {"name": "hybrid", "kind": "hybird"}]},
+        {
+            "memory_systems": [
+                {"name": "rag", "kind": "rag"},
+                {"name": "full", "kind": "full_context"},
+                {"name": "hybrid", "kind": "hybird"},
+            ]
+        },
         r"memory_systems\[2\] \(name: hybrid\): kind: unknown memory system 'hybird'; "
         r"known: agent, flat_bm25, flat_dense, full_context, graphiti, hindsight, hybrid, langmem,",
     ),

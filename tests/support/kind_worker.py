@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from pipeline.llm.fake_server import FakeOpenAIServer, Rule
 
 
-
 def run(base_url: str, work: Path, kind: str) -> str | None:
     from pipeline.config.model import ComponentConfig
     from pipeline.kinds.memory import MEMORY_SYSTEMS

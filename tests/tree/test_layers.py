@@ -127,10 +127,7 @@ def test_every_module_is_in_a_layer() -> None:
 def test_every_import_goes_down() -> None:
     mods, edges, _ = _graph()
     upward = sorted(
-        f"{a} -> {b}"
-        for a in mods
-        for b in edges[a]
-        if b != "pipeline" and (layer_of(b) or 0) > (layer_of(a) or 0)
+        f"{a} -> {b}" for a in mods for b in edges[a] if b != "pipeline" and (layer_of(b) or 0) > (layer_of(a) or 0)
     )
     assert upward == []
 

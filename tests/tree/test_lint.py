@@ -12,3 +12,11 @@ def test_ruff_clean(project_root: Path) -> None:
         [sys.executable, "-m", "ruff", "check", "."], cwd=project_root, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ruff_formatted(project_root: Path) -> None:
+    """One layout for every file: ``ruff format`` would change none (37 older files once drifted)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "."], cwd=project_root, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

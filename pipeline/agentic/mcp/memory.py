@@ -321,5 +321,3 @@ def _forward(client: McpClient, name: str, description: str, schema: Mapping[str
         return ToolResult(client.call_tool(name, arguments), {})
 
     return Tool(name, description, dict(schema), run)
-
-
