@@ -14,6 +14,7 @@ file-safe; a hash suffix keeps two ids that sanitize alike apart).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -21,7 +22,6 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from pipeline.core.partitions import sanitize
@@ -33,6 +33,8 @@ MEMORY_STAGE_DIR = "memory"
 CHECKPOINT_LOCKS = ".checkpoints.lock"  # in each checkpoint folder: the locks of its checkpoints, one byte each
 _META_KEY = b"membench.memory_checkpoint"
 log = logging.getLogger(__name__)
+_NAIVE_MICROSECONDS = pa.timestamp("us")  # the timestamp column's type, converted in Python (``timestamps``)
+_EPOCH = dt.datetime(1970, 1, 1)  # a naive timestamp column's zero
 
 MEMORY_UNIT_SCHEMA = pa.schema(
     [
@@ -151,16 +153,19 @@ def timestamps(column: pa.ChunkedArray) -> list[object]:
     """A timestamp column's values (``to_pylist``'s), each distinct value made into a ``datetime`` once.
 
     Why: a memory's units share their session's date (~500 units, ~50 dates a LongMemEval_S
-    haystack) and making a ``datetime`` was most of turning a checkpoint into units. A column with
-    nulls is converted as it is.
+    haystack) and making a ``datetime`` was most of turning a checkpoint into units. Why in Python
+    from the microseconds (the epoch plus a ``timedelta``) and a dict, not ``np.unique`` and Arrow's
+    ``to_pylist`` of the distinct values: on ~150 values those calls' fixed costs were most of it
+    (996 LongMemEval_S checkpoints: 0.131 -> 0.074 s CPU). A column with nulls, or of another unit
+    or with a time zone, is converted by Arrow as it is.
     """
     values = column.combine_chunks()
-    if values.null_count:
+    if values.null_count or values.type != _NAIVE_MICROSECONDS:
         converted: list[object] = values.to_pylist()
         return converted
-    distinct, where = np.unique(values.view(pa.int64()).to_numpy(), return_inverse=True)
-    made = pa.array(distinct, pa.int64()).view(values.type).to_pylist()
-    return [made[i] for i in where.tolist()]
+    micros = values.view(pa.int64()).to_numpy().tolist()
+    made = {us: _EPOCH + dt.timedelta(microseconds=us) for us in set(micros)}
+    return [made[us] for us in micros]
 
 
 def save(path: Path, checkpoint: Checkpoint) -> None:

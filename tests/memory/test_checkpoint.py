@@ -61,6 +61,9 @@ def test_timestamps_are_the_columns_values_each_date_made_once() -> None:
     assert timestamps(pa.chunked_array([], kind)) == []
     with_null = pa.chunked_array([pa.array([day, None, day], kind)])
     assert timestamps(with_null) == [day, None, day]
+    for other in (pa.timestamp("us", tz="UTC"), pa.timestamp("ns"), pa.timestamp("s")):  # Arrow's own conversion
+        column = pa.chunked_array([pa.array([day, day], other)])
+        assert timestamps(column) == column.to_pylist()
 
 
 def test_a_checkpoint_file_has_dictionaries_and_statistics_only_where_they_serve(tmp_path: Path) -> None:
