@@ -23,6 +23,7 @@ from pipeline.memory.checkpoint import (
     save,
     timestamps,
     units_from_table,
+    units_of_rows,
     units_to_table,
 )
 from pipeline.util.filelock import keyed_locks_available
@@ -49,6 +50,21 @@ def test_units_round_trip_through_the_table_and_the_file(tmp_path: Path) -> None
     save(tmp_path / "c.parquet", Checkpoint(state, UNITS))
     loaded = load(tmp_path / "c.parquet")
     assert loaded is not None and loaded.state == state and loaded.units == UNITS
+
+
+def test_units_of_rows_are_the_constructors_units() -> None:
+    """Equal, hashed alike, of the class, frozen; and MemoryUnit keeps what makes the shortcut the same."""
+    names = MEMORY_UNIT_SCHEMA.names
+    rows = [dataclasses.astuple(u) for u in UNITS]
+    made = units_of_rows(names, rows)
+    assert made == UNITS and [hash(u) for u in made] == [hash(u) for u in UNITS]
+    assert all(type(u) is MemoryUnit and vars(u) == vars(c) for u, c in zip(made, UNITS, strict=True))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made[0].text = "changed"  # type: ignore[misc]
+    assert units_of_rows(names, []) == []
+    assert not hasattr(MemoryUnit, "__post_init__") and not hasattr(MemoryUnit, "__slots__")
+    fields = dataclasses.fields(MemoryUnit)
+    assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING for f in fields)
 
 
 def test_timestamps_are_the_columns_values_each_date_made_once() -> None:
