@@ -14,14 +14,14 @@ file-safe; a hash suffix keeps two ids that sanitize alike apart).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from pipeline.core.partitions import sanitize
@@ -33,6 +33,8 @@ MEMORY_STAGE_DIR = "memory"
 CHECKPOINT_LOCKS = ".checkpoints.lock"  # in each checkpoint folder: the locks of its checkpoints, one byte each
 _META_KEY = b"membench.memory_checkpoint"
 log = logging.getLogger(__name__)
+_NAIVE_MICROSECONDS = pa.timestamp("us")  # the timestamp column's type, converted in Python (``timestamps``)
+_EPOCH = dt.datetime(1970, 1, 1)  # a naive timestamp column's zero
 
 MEMORY_UNIT_SCHEMA = pa.schema(
     [
@@ -144,23 +146,45 @@ def units_from_table(table: pa.Table) -> list[MemoryUnit]:
     turn_ids = names.index("turn_ids")
     columns = [table.column(name).to_pylist() if name != "timestamp" else timestamps(table[name]) for name in names]
     columns[turn_ids] = [tuple(ids or ()) for ids in columns[turn_ids]]
-    return [MemoryUnit(*row) for row in zip(*columns, strict=True)]
+    return units_of_rows(names, zip(*columns, strict=True))
+
+
+def units_of_rows(names: list[str], rows: Iterable[tuple[object, ...]]) -> list[MemoryUnit]:
+    """``[MemoryUnit(*row) for row in rows]``'s units (``names``: the fields, in order), made without
+    the dataclass's ``__init__``.
+
+    Why: a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``, nine
+    calls per unit, ~40 % of making units from a checkpoint's columns; filling the instance's
+    ``__dict__`` in one update gives the same object (equal, hashed alike, still frozen), as long
+    as MemoryUnit has no ``__post_init__``, defaults or slots (tests/memory/test_checkpoint.py
+    checks). 996 LongMemEval_S checkpoints: ``units_from_table`` 0.33 -> 0.26 s CPU.
+    """
+    new = object.__new__
+    units = []
+    for row in rows:
+        unit = new(MemoryUnit)
+        unit.__dict__.update(zip(names, row, strict=True))
+        units.append(unit)
+    return units
 
 
 def timestamps(column: pa.ChunkedArray) -> list[object]:
     """A timestamp column's values (``to_pylist``'s), each distinct value made into a ``datetime`` once.
 
     Why: a memory's units share their session's date (~500 units, ~50 dates a LongMemEval_S
-    haystack) and making a ``datetime`` was most of turning a checkpoint into units. A column with
-    nulls is converted as it is.
+    haystack) and making a ``datetime`` was most of turning a checkpoint into units. Why in Python
+    from the microseconds (the epoch plus a ``timedelta``) and a dict, not ``np.unique`` and Arrow's
+    ``to_pylist`` of the distinct values: on ~150 values those calls' fixed costs were most of it
+    (996 LongMemEval_S checkpoints: 0.131 -> 0.074 s CPU). A column with nulls, or of another unit
+    or with a time zone, is converted by Arrow as it is.
     """
     values = column.combine_chunks()
-    if values.null_count:
+    if values.null_count or values.type != _NAIVE_MICROSECONDS:
         converted: list[object] = values.to_pylist()
         return converted
-    distinct, where = np.unique(values.view(pa.int64()).to_numpy(), return_inverse=True)
-    made = pa.array(distinct, pa.int64()).view(values.type).to_pylist()
-    return [made[i] for i in where.tolist()]
+    micros = values.view(pa.int64()).to_numpy().tolist()
+    made = {us: _EPOCH + dt.timedelta(microseconds=us) for us in set(micros)}
+    return [made[us] for us in micros]
 
 
 def save(path: Path, checkpoint: Checkpoint) -> None:

@@ -23,6 +23,7 @@ from pipeline.memory.checkpoint import (
     save,
     timestamps,
     units_from_table,
+    units_of_rows,
     units_to_table,
 )
 from pipeline.util.filelock import keyed_locks_available
@@ -51,6 +52,21 @@ def test_units_round_trip_through_the_table_and_the_file(tmp_path: Path) -> None
     assert loaded is not None and loaded.state == state and loaded.units == UNITS
 
 
+def test_units_of_rows_are_the_constructors_units() -> None:
+    """Equal, hashed alike, of the class, frozen; and MemoryUnit keeps what makes the shortcut the same."""
+    names = MEMORY_UNIT_SCHEMA.names
+    rows = [dataclasses.astuple(u) for u in UNITS]
+    made = units_of_rows(names, rows)
+    assert made == UNITS and [hash(u) for u in made] == [hash(u) for u in UNITS]
+    assert all(type(u) is MemoryUnit and vars(u) == vars(c) for u, c in zip(made, UNITS, strict=True))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made[0].text = "changed"  # type: ignore[misc]
+    assert units_of_rows(names, []) == []
+    assert not hasattr(MemoryUnit, "__post_init__") and not hasattr(MemoryUnit, "__slots__")
+    fields = dataclasses.fields(MemoryUnit)
+    assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING for f in fields)
+
+
 def test_timestamps_are_the_columns_values_each_date_made_once() -> None:
     """Dates shared, repeated, unordered, across chunks, with microseconds, before 1970, none, a null: to_pylist's."""
     day = dt.datetime(2023, 5, 8, 13, 56)
@@ -61,6 +77,9 @@ def test_timestamps_are_the_columns_values_each_date_made_once() -> None:
     assert timestamps(pa.chunked_array([], kind)) == []
     with_null = pa.chunked_array([pa.array([day, None, day], kind)])
     assert timestamps(with_null) == [day, None, day]
+    for other in (pa.timestamp("us", tz="UTC"), pa.timestamp("ns"), pa.timestamp("s")):  # Arrow's own conversion
+        column = pa.chunked_array([pa.array([day, day], other)])
+        assert timestamps(column) == column.to_pylist()
 
 
 def test_a_checkpoint_file_has_dictionaries_and_statistics_only_where_they_serve(tmp_path: Path) -> None:
