@@ -33,7 +33,7 @@ MEMORY_STAGE_DIR = "memory"
 CHECKPOINT_LOCKS = ".checkpoints.lock"  # in each checkpoint folder: the locks of its checkpoints, one byte each
 _META_KEY = b"membench.memory_checkpoint"
 log = logging.getLogger(__name__)
-_NAIVE_MICROSECONDS = pa.timestamp("us")  # the timestamp column's type, converted in Python (``timestamps``)
+_NAIVE_MICROSECONDS = pa.timestamp("us")  # the one type ``timestamps`` converts in Python (Arrow does any other)
 _EPOCH = dt.datetime(1970, 1, 1)  # a naive timestamp column's zero
 
 MEMORY_UNIT_SCHEMA = pa.schema(
