@@ -63,6 +63,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from flat_bm25_speed import official  # noqa: E402
+from llm_client_cpu import SERVER  # noqa: E402  (the fake server in a child process)
 
 FIGURES = ROOT / "tests" / "data" / "official" / "longmemeval_s_flat_bm25.json"
 RATIO_BUDGET = 1.5  # target 1: membench at most 1.5x the official script
@@ -201,16 +202,6 @@ def stage_files(n: int, folder: Path) -> float:
         with pq.ParquetFile(folder / f"{i}.parquet", pre_buffer=False) as f:
             f.read(use_threads=False)
     return cpu_self() - start
-
-
-SERVER = """
-import sys
-from pipeline.llm.fake_server import FakeOpenAIServer
-srv = FakeOpenAIServer(default_reply="A golden retriever.", default_delay_s=float(sys.argv[1])).start()
-print(srv.base_url, flush=True)
-sys.stdin.read()
-srv.stop()
-"""
 
 
 def sdk_floor(requests: int, cap: int, chars: int, delay: float) -> float:
