@@ -59,7 +59,7 @@ class Side:
     parts: dict[str, float]  # what the wall time is made of (official: load, turn, session; membench: steps)
 
 
-def _child_cpu() -> float:
+def child_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
@@ -104,11 +104,11 @@ def membench(folder: Path, data: Path, expected: dict[str, dict]) -> Side:
     folder.mkdir(parents=True)
     env = dagster_env(folder, write_config(folder, data), fresh=True)
     exe = str(Path(sys.executable).parent / "dagster")
-    cpu0, start = _child_cpu(), time.perf_counter()
+    cpu0, start = child_cpu(), time.perf_counter()
     with (folder / "run.log").open("w") as log:
         command = [exe, "job", "execute", "-j", "retrieval_benchmark"]
         code = subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=log, timeout=1800).returncode
-    wall, cpu = time.perf_counter() - start, _child_cpu() - cpu0
+    wall, cpu = time.perf_counter() - start, child_cpu() - cpu0
     if code != 0:
         raise SystemExit(f"membench run failed (exit {code}); see {folder / 'run.log'}")
     return Side(wall, cpu, differing_rankings(folder / "results", expected), step_seconds(Path(env["DAGSTER_HOME"])))

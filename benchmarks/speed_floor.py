@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -65,8 +64,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from flat_bm25_speed import official  # noqa: E402
-from llm_client_cpu import SERVER  # noqa: E402  (the fake server in a child process)
+from flat_bm25_speed import child_cpu, official  # noqa: E402
+from llm_client_cpu import SERVER, cpu_s  # noqa: E402  (SERVER: the fake server in a child process)
 
 FIGURES = ROOT / "tests" / "data" / "official" / "longmemeval_s_flat_bm25.json"
 RATIO_BUDGET = 1.5  # target 1: membench at most 1.5x the official script
@@ -113,21 +112,11 @@ RETRIEVAL_SHAPE = (("questions", "haystacks", "turns", "sessions", "evidence", "
 QUESTION_STAGES_SHAPE = ((), ("ingestion", "retrievals", "answers", "judgments"), ())
 
 
-def cpu_self() -> float:
-    use = resource.getrusage(resource.RUSAGE_SELF)
-    return use.ru_utime + use.ru_stime
-
-
-def cpu_children() -> float:
-    use = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return use.ru_utime + use.ru_stime
-
-
 def timed(fn: Callable[[], object]) -> float:
     """CPU seconds of this process that ``fn`` takes."""
-    start = cpu_self()
+    start = cpu_s()
     fn()
-    return cpu_self() - start
+    return cpu_s() - start
 
 
 def dagster_floor(keys: list[str], shape: tuple[tuple[str, ...], ...], folder: Path) -> float:
@@ -147,19 +136,25 @@ def dagster_floor(keys: list[str], shape: tuple[tuple[str, ...], ...], folder: P
         "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT)]),
     }
     exe = str(Path(sys.executable).parent / "dagster")
-    start = cpu_children()
+    start = child_cpu()
     with (folder / "run.log").open("w") as log:
         command = [exe, "job", "execute", "-j", JOB]
         code = subprocess.run(command, cwd=folder, env=env, stdout=log, stderr=log, check=False).returncode
     if code != 0:
         raise SystemExit(f"the empty Dagster job failed (exit {code}); see {folder / 'run.log'}")
-    return cpu_children() - start
+    return child_cpu() - start
 
 
-def source_items(path: Path, prefix: str) -> list[object]:
-    """Every ``prefix`` item of the gzip JSON file (ISA-L gunzip, ijson's C backend)."""
+def question_ids(path: Path) -> list[str]:
+    """Every record's ``question_id`` of the gzip JSON file (ISA-L gunzip, ijson's C lexer)."""
     with igzip.open(path, "rb") as stream:
-        return list(ijson.items(stream, prefix, use_float=True, buf_size=BUF))
+        return [str(qid) for qid in ijson.items(stream, "item.question_id", buf_size=BUF)]
+
+
+def parse_records(path: Path) -> int:
+    """Every record of the gzip JSON file built whole, one at a time (as a conversion streams them)."""
+    with igzip.open(path, "rb") as stream:
+        return sum(1 for _ in ijson.items(stream, "item", use_float=True, buf_size=BUF))
 
 
 def turn_texts(path: Path) -> pa.Array:
@@ -194,7 +189,7 @@ def stage_files(n: int, folder: Path, rows: int = 1) -> float:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     tables = [pa.concat_tables([row_table(i) for i in range(s, min(s + rows, n))]) for s in range(0, n, rows)]
-    start = cpu_self()
+    start = cpu_s()
     for i, table in enumerate(tables):
         path = folder / f"{i}.parquet"
         sink = pa.BufferOutputStream()
@@ -206,7 +201,7 @@ def stage_files(n: int, folder: Path, rows: int = 1) -> float:
     for i in range(len(tables)):
         with pq.ParquetFile(folder / f"{i}.parquet", pre_buffer=False) as f:
             f.read(use_threads=False)
-    return cpu_self() - start
+    return cpu_s() - start
 
 
 def sdk_floor(requests: int, cap: int, chars: int, delay: float) -> float:
@@ -232,9 +227,9 @@ def sdk_floor(requests: int, cap: int, chars: int, delay: float) -> float:
 
         send(-1)  # the first call builds the client's machinery: not counted
         with ThreadPoolExecutor(cap) as pool:
-            start = cpu_self()
+            start = cpu_s()
             done = sum(1 for text in pool.map(send, range(requests)) if text)
-            cpu = cpu_self() - start
+            cpu = cpu_s() - start
         client.close()
         if done != requests:
             raise SystemExit(f"only {done} of {requests} requests answered")
@@ -250,7 +245,7 @@ def median_of(repeats: int, fn: Callable[[], float]) -> float:
 
 
 def target1(args: argparse.Namespace, work: Path) -> None:
-    keys = [f"lme_s__{k}" for k in source_items(args.data, "item.question_id")]
+    keys = [f"lme_s__{qid}" for qid in question_ids(args.data)]
     texts = turn_texts(args.data)
     files = 4 * len(keys)  # ingestion and retrievals per question, a checkpoint per (question, granularity)
     parts: dict[str, float] = {
@@ -258,10 +253,10 @@ def target1(args: argparse.Namespace, work: Path) -> None:
             args.repeats, lambda: dagster_floor(keys, RETRIEVAL_SHAPE, work / "dagster1")
         ),
         "the keys: gunzip + lex to the question ids": median_of(
-            args.repeats, lambda: timed(lambda: source_items(args.data, "item.question_id"))
+            args.repeats, lambda: timed(lambda: question_ids(args.data))
         ),
         "the records: gunzip + parse every record": median_of(
-            args.repeats, lambda: timed(lambda: source_items(args.data, "item"))
+            args.repeats, lambda: timed(lambda: parse_records(args.data))
         ),
         f"the turns' text stored once ({len(texts):,} turns, zstd)": median_of(
             args.repeats, lambda: timed(lambda: store_texts(texts, work))
